@@ -1,0 +1,77 @@
+package transport
+
+import (
+	"context"
+	"errors"
+
+	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/store"
+)
+
+// API CONTRACT: node/ implements Backend; the gRPC server and its tests depend
+// only on this interface. Add, don't change.
+
+var (
+	// ErrNotLeader is returned (wrapped) by a follower's write methods. The
+	// server then forwards the request to ClusterStatus.LeaderAPIAddr.
+	ErrNotLeader = errors.New("transport: not the leader")
+	// ErrOutcomeUnknown means the entry was proposed but leadership was lost or
+	// the wait timed out before the result was known: it may or may not apply.
+	ErrOutcomeUnknown = errors.New("transport: outcome unknown")
+	// ErrNoLeader means the cluster currently has no known leader.
+	ErrNoLeader = errors.New("transport: no leader")
+)
+
+// Backend is what the node exposes to the client-facing server.
+type Backend interface {
+	// Writes go through Raft on the leader. A follower returns an error
+	// wrapping ErrNotLeader; the server then forwards the call to
+	// ClusterStatus.LeaderAPIAddr. Per-message failures are reported in
+	// PutResult.Err; the error return is for the whole batch.
+	Send(ctx context.Context, msgs []commitlog.Message) ([]store.PutResult, error)
+	CommitOffsets(ctx context.Context, commits []store.OffsetCommit) error
+	CreateTopic(ctx context.Context, t store.TopicConfig) error
+	DeleteTopic(ctx context.Context, name string) error
+	Join(ctx context.Context, id, raftAddr, apiAddr string) error
+	Remove(ctx context.Context, id string) error
+	Transfer(ctx context.Context, id string) error // "" = any
+
+	// Store serves reads from the local (committed) store.
+	Store() *store.Store
+	// Status is a point-in-time view of this node and the cluster.
+	Status() ClusterStatus
+}
+
+// Suffrage of a member, as in raft.Configuration.
+const (
+	SuffrageVoter    = "voter"
+	SuffrageNonvoter = "nonvoter"
+	SuffrageStaging  = "staging"
+)
+
+// Member is one server of the Raft configuration.
+type Member struct {
+	ID       string
+	RaftAddr string
+	APIAddr  string // "" if unknown
+	Suffrage string // SuffrageVoter, SuffrageNonvoter or SuffrageStaging
+}
+
+// ClusterStatus is a node's view of itself and the cluster.
+type ClusterStatus struct {
+	ID             string
+	State          string // raft.RaftState.String(): "Leader", "Follower", "Candidate", "Shutdown"
+	LeaderID       string // "" if none known
+	LeaderRaftAddr string
+	LeaderAPIAddr  string
+	Term           uint64
+	CommitIndex    uint64
+	AppliedIndex   uint64
+	ConfirmOffset  int64
+	MinOffset      int64
+	MaxOffset      int64
+	Members        []Member
+}
+
+// HasLeader reports whether a leader is known.
+func (s ClusterStatus) HasLeader() bool { return s.LeaderID != "" || s.LeaderAPIAddr != "" }
