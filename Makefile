@@ -1,0 +1,22 @@
+.PHONY: all build test vet proto
+
+all: build
+
+build:
+	go build -o bin/raftmq ./cmd/raftmq
+	@if [ -d cmd/node ]; then go build -o bin/raftmq-node ./cmd/node; fi
+
+test:
+	go test ./...
+
+vet:
+	go vet ./...
+
+# Regenerate the gRPC code (committed; CI has no protoc). Needs:
+#   apt-get install -y protobuf-compiler
+#   go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+#   go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
+proto:
+	cd proto/raftmq/v1 && PATH="$$PATH:$$(go env GOPATH)/bin" protoc -I . \
+		--go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative raftmq.proto
