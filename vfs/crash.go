@@ -1,0 +1,177 @@
+package vfs
+
+import (
+	"math/rand"
+	"sort"
+)
+
+// CrashMode says what a simulated power loss keeps of unsynced writes.
+type CrashMode int
+
+const (
+	// DropUnsynced keeps only what was synced: every file has its content
+	// as of its last Sync.
+	DropUnsynced CrashMode = iota
+	// KeepUnsynced keeps everything, like kill -9 with the page cache
+	// surviving.
+	KeepUnsynced
+	// TearUnsynced keeps, per file, the synced content plus a random prefix
+	// of the unsynced writes and truncations in the order they were made;
+	// the last write of the prefix is cut at a random byte half of the time.
+	// With CrashOptions.Reorder, each 4 KiB-aligned piece of every later
+	// write is also applied with probability 1/2, in no particular order
+	// (mmap write-back order is arbitrary). Later truncations are dropped.
+	TearUnsynced
+)
+
+// TearPage is the granularity of out-of-order write-back under
+// TearUnsynced with Reorder.
+const TearPage = 4096
+
+func (m CrashMode) String() string {
+	switch m {
+	case DropUnsynced:
+		return "drop-unsynced"
+	case KeepUnsynced:
+		return "keep-unsynced"
+	case TearUnsynced:
+		return "tear-unsynced"
+	}
+	return "crash-mode(?)"
+}
+
+// CrashOptions configure CrashClone and CrashAt.
+type CrashOptions struct {
+	Mode CrashMode
+	// Rand drives TearUnsynced; nil means a fixed seed (0), so the clone is
+	// reproducible either way. It is only used under the file system's lock.
+	Rand *rand.Rand
+	// Reorder, under TearUnsynced, also applies random 4 KiB pieces of the
+	// unsynced writes after the kept prefix.
+	Reorder bool
+}
+
+// CrashClone returns a new MemFS as a power loss would leave this one, per
+// opts (see CrashMode). Directories and hard links are kept; the clone has
+// no crash armed and an op count of 0. The receiver is unchanged.
+func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cloneLocked(opts)
+}
+
+// CrashAt arms a crash: counting mutating operations from now (0 is the
+// next one), when operation k is about to run the file system records
+// CrashClone(opts) and that operation and every later one (reads included)
+// fails with ErrCrashed. A negative k disarms.
+func (m *MemFS) CrashAt(k int, opts CrashOptions) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if k < 0 {
+		m.crashAt = -1
+		return
+	}
+	m.crashAt = m.ops + k
+	m.crashOpts = opts
+}
+
+// Crashed returns the clone recorded when an armed crash fired.
+func (m *MemFS) Crashed() (*MemFS, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.crashed, m.crashed != nil
+}
+
+// cloneLocked builds the crash clone; m.mu is held. Paths are visited in
+// sorted order so a seeded Rand gives the same clone every time.
+func (m *MemFS) cloneLocked(opts CrashOptions) *MemFS {
+	r := opts.Rand
+	if r == nil {
+		r = rand.New(rand.NewSource(0))
+	}
+	c := NewMem()
+	done := make(map[*memNode]*memNode)
+	for _, p := range sortedKeys(m.nodes) {
+		n := m.nodes[p]
+		if cn, ok := done[n]; ok {
+			c.nodes[p] = cn
+			continue
+		}
+		cn := &memNode{dir: n.dir}
+		if !n.dir {
+			cn.data = n.crashContent(opts, r)
+			cn.durable = append([]byte(nil), cn.data...)
+		}
+		done[n] = cn
+		c.nodes[p] = cn
+	}
+	return c
+}
+
+func sortedKeys(m map[string]*memNode) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// crashContent is what survives of this file under opts.
+func (n *memNode) crashContent(opts CrashOptions, r *rand.Rand) []byte {
+	switch opts.Mode {
+	case KeepUnsynced:
+		return append([]byte(nil), n.data...)
+	case TearUnsynced:
+		return n.torn(opts.Reorder, r)
+	default:
+		return append([]byte(nil), n.durable...)
+	}
+}
+
+// torn applies a random prefix of the pending changes to the durable
+// content (see TearUnsynced).
+func (n *memNode) torn(reorder bool, r *rand.Rand) []byte {
+	b := append([]byte(nil), n.durable...)
+	k := r.Intn(len(n.pending) + 1)
+	var rest []memWrite
+	for i, w := range n.pending {
+		switch {
+		case i < k-1:
+			b = w.apply(b)
+		case i == k-1 && !w.trunc && r.Intn(2) == 0:
+			cut := r.Intn(len(w.data) + 1)
+			b = writeAt(b, w.data[:cut], w.off)
+			rest = append(rest, memWrite{off: w.off + int64(cut), data: w.data[cut:]})
+		case i == k-1:
+			b = w.apply(b)
+		case !w.trunc:
+			rest = append(rest, w)
+		}
+	}
+	if reorder {
+		for _, w := range rest {
+			b = w.applyPages(b, r)
+		}
+	}
+	return b
+}
+
+func (w memWrite) apply(b []byte) []byte {
+	if w.trunc {
+		return resize(b, w.size)
+	}
+	return writeAt(b, w.data, w.off)
+}
+
+// applyPages applies each TearPage-aligned piece of w with probability 1/2.
+func (w memWrite) applyPages(b []byte, r *rand.Rand) []byte {
+	for off := w.off; off < w.off+int64(len(w.data)); {
+		end := min((off/TearPage+1)*TearPage, w.off+int64(len(w.data)))
+		if r.Intn(2) == 0 {
+			b = writeAt(b, w.data[off-w.off:end-w.off], off)
+		}
+		off = end
+	}
+	return b
+}
