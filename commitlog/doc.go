@@ -1,0 +1,46 @@
+// Package commitlog is raftmq's commitlog: RocketMQ's message records, byte
+// for byte, in fixed-size mapped segments, with every applied Raft entry
+// framed so the log can say by itself which Raft index it reflects and
+// whether its last entry is complete.
+//
+// # Layout
+//
+// format.go documents every byte. In short: a segment is a run of entries and
+// ends with RocketMQ's BLANK filler. An entry is a 48-byte frame record (own
+// magic 0xDAA32FE0, Raft index and term, store timestamp, message count,
+// entry size, CRC32C over the whole entry) followed by an optional command
+// payload and the entry's message records in RocketMQ's v1 layout (IPv4
+// hosts, 91-byte fixed part). Message records keep RocketMQ's meaning: their
+// PHYSICALOFFSET is their own absolute offset, STORETIMESTAMP and STOREHOST
+// are the entry's (chosen by the leader, so every replica writes the same
+// bytes), BODYCRC is CRC-32 IEEE of the body. Consume queues point only at
+// message records, so RocketMQ readers never meet a frame.
+//
+// # Codec
+//
+// EncodeRecord, DecodeRecord, EncodeFrame, DecodeFrame and EntryCRC work on
+// plain byte slices and do not allocate; decoded records alias their input.
+// DecodeRecord checks the record whole (every length against TOTALSIZE and
+// the body CRC); all decode errors match ErrCorrupt. ValidateMessage applies
+// the input rules (topic charset and length, queue id, body and properties
+// size). Property helpers (EncodeProperties, GetProperty), TagsCode (Java's
+// String.hashCode) and OffsetMsgID complete what the store needs.
+//
+// # Log
+//
+// Log wraps an mmap.Queue. AppendEntry encodes an entry straight into the
+// mapping: frame, payload, records, CRC32C, then advances the write offset,
+// which publishes the bytes to concurrent readers (ReadRecord, ReadAt,
+// StoreTimestampAt never look past it). An entry that does not fit with a
+// blank behind it closes the segment with a blank and goes to the next one.
+// Nothing here fsyncs on the append path; Flush is the caller's (a flush
+// service).
+//
+// # Scanner
+//
+// Scanner is what recovery runs: from an entry boundary it verifies every
+// entry and record and stops with io.EOF at a clean end, ErrTornTail at an
+// interrupted write (nothing set after the damaged entry), or a
+// *CorruptionError naming file and offset when valid-looking data follows
+// the damage.
+package commitlog

@@ -1,0 +1,293 @@
+package commitlog
+
+import (
+	"fmt"
+	"hash/crc32"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/raftmq/raftmq/mmap"
+	"github.com/raftmq/raftmq/vfs"
+)
+
+// DefaultFileSize is RocketMQ's mappedFileSizeCommitLog (1 GiB).
+const DefaultFileSize = 1 << 30
+
+// Config configures a Log.
+type Config struct {
+	Dir string
+	// FileSize of every segment; DefaultFileSize when 0.
+	FileSize int64
+	// Allocator, if set, prepares the next segments in the background.
+	Allocator *mmap.Allocator
+	// PreTouch faults in segments the queue creates itself.
+	PreTouch bool
+	Logger   hclog.Logger
+}
+
+// EntryHeader is what a Raft entry contributes to its frame and records.
+type EntryHeader struct {
+	Kind           Kind
+	RaftIndex      uint64
+	Term           uint64
+	StoreTimestamp int64
+	StoreHost      HostPort
+}
+
+// RecordPos locates one appended message record.
+type RecordPos struct {
+	Offset int64
+	Size   int32
+}
+
+// Log is the commitlog: a queue of mapped segments holding framed Raft
+// entries. One goroutine may append (AppendEntry, Flush, TruncateDirty,
+// DeleteExpired, Close are the writer's); reads (ReadRecord, ReadAt,
+// StoreTimestampAt, MinOffset, WriteOffset) may run concurrently with that
+// one appender: an entry's bytes are written before the write offset that
+// publishes them moves, and reads never look past it. Reads concurrent with
+// TruncateDirty, DeleteExpired or Close are the caller's to exclude (the
+// returned views alias mappings those calls unmap).
+type Log struct {
+	q        *mmap.Queue
+	fileSize int64
+	logger   hclog.Logger
+}
+
+// Open opens (creating if needed) the commitlog in cfg.Dir. Like the queue,
+// a reopened log reports WriteOffset at the end of its last segment until
+// recovery scans it and calls TruncateDirty.
+func Open(fs vfs.FS, cfg Config) (*Log, error) {
+	if cfg.FileSize == 0 {
+		cfg.FileSize = DefaultFileSize
+	}
+	if cfg.FileSize < 2*(FrameSize+BlankSize) || cfg.FileSize > 1<<31-1 {
+		return nil, fmt.Errorf("commitlog: file size %d out of range", cfg.FileSize)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	q, err := mmap.OpenQueue(fs, mmap.QueueConfig{
+		Dir: cfg.Dir, FileSize: cfg.FileSize, Allocator: cfg.Allocator,
+		PreTouch: cfg.PreTouch, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("commitlog: open %s: %w", cfg.Dir, err)
+	}
+	return &Log{q: q, fileSize: cfg.FileSize, logger: cfg.Logger}, nil
+}
+
+// FileSize is the size of every segment.
+func (l *Log) FileSize() int64 { return l.fileSize }
+
+// MinOffset is the start of the oldest segment.
+func (l *Log) MinOffset() int64 { return l.q.MinOffset() }
+
+// WriteOffset is the end of the written data.
+func (l *Log) WriteOffset() int64 { return l.q.WriteOffset() }
+
+// FlushedOffset is the end of the durable data.
+func (l *Log) FlushedOffset() int64 { return l.q.FlushedOffset() }
+
+// Flush makes the log durable up to upTo (clamped to WriteOffset).
+func (l *Log) Flush(upTo int64) error { return l.q.Flush(upTo) }
+
+// TruncateDirty cuts the log at off (zeroing the rest of its segment and
+// deleting later ones); recovery calls it with the end of the last good entry.
+func (l *Log) TruncateDirty(off int64) error { return l.q.TruncateDirty(off) }
+
+// DeleteExpired deletes up to max oldest segments while keep(seg) is false,
+// never the newest; see mmap.Queue.DeleteOldest.
+func (l *Log) DeleteExpired(max int, keep func(mmap.Segment) bool) (int, error) {
+	return l.q.DeleteOldest(max, keep)
+}
+
+// Segments lists the segments oldest first.
+func (l *Log) Segments() []mmap.Segment { return l.q.Segments() }
+
+// Close closes every segment.
+func (l *Log) Close() error { return l.q.Close() }
+
+// EntrySize is the bytes AppendEntry will write for this entry (frame,
+// command and records), without any blank.
+func EntrySize(command []byte, msgs []Message) int64 {
+	n := int64(FrameSize + len(command))
+	for i := range msgs {
+		n += int64(MessageSize(&msgs[i]))
+	}
+	return n
+}
+
+// checkEntry validates an entry before anything is written.
+func (l *Log) checkEntry(h *EntryHeader, command []byte, msgs []Message, queueOffsets []int64) (int64, error) {
+	switch {
+	case !h.Kind.valid():
+		return 0, fmt.Errorf("%w: kind %d", ErrBadEntry, h.Kind)
+	case h.Kind != KindCommand && len(command) > 0:
+		return 0, fmt.Errorf("%w: command payload in a kind %d entry", ErrBadEntry, h.Kind)
+	case h.Kind != KindMessages && len(msgs) > 0:
+		return 0, fmt.Errorf("%w: messages in a kind %d entry", ErrBadEntry, h.Kind)
+	case len(queueOffsets) != len(msgs):
+		return 0, fmt.Errorf("%w: %d queue offsets for %d messages", ErrBadEntry, len(queueOffsets), len(msgs))
+	case len(command) > MaxCommandSize:
+		return 0, fmt.Errorf("%w: command of %d bytes", ErrEntryTooLarge, len(command))
+	}
+	for i := range msgs {
+		if err := checkLengths(&msgs[i]); err != nil {
+			return 0, fmt.Errorf("message %d: %w", i, err)
+		}
+	}
+	size := EntrySize(command, msgs)
+	if size > l.fileSize-BlankSize {
+		return 0, fmt.Errorf("%w: %d bytes, segment %d", ErrEntryTooLarge, size, l.fileSize)
+	}
+	return size, nil
+}
+
+// AppendEntry writes one Raft entry: its frame, the command payload (kind
+// command) and a record per message (kind messages) with the given queue
+// offsets. If the entry and a blank do not fit in the current segment, the
+// segment is closed with a blank and the entry goes to the next one; an entry
+// is never split. It returns the entry's start and appends each record's
+// position to out. Nothing is written when the entry is invalid. Messages
+// are expected to have passed ValidateMessage; only what the layout cannot
+// represent is rechecked.
+func (l *Log) AppendEntry(h EntryHeader, command []byte, msgs []Message, queueOffsets []int64, out []RecordPos) (int64, []RecordPos, error) {
+	size, err := l.checkEntry(&h, command, msgs, queueOffsets)
+	if err != nil {
+		return 0, out, err
+	}
+	seg, err := l.segmentFor(size)
+	if err != nil {
+		return 0, out, err
+	}
+	start := l.q.WriteOffset()
+	pos := start - seg.Start
+	buf := seg.File.Bytes()[pos : pos+size : pos+size]
+	out = encodeEntry(buf, start, &h, command, msgs, queueOffsets, out)
+	l.q.SetWriteOffset(start + size)
+	return start, out, nil
+}
+
+// segmentFor returns the segment the next entry of size bytes goes into,
+// writing a blank and rolling when it does not fit in the current one.
+func (l *Log) segmentFor(size int64) (mmap.Segment, error) {
+	wo := l.q.WriteOffset()
+	seg, ok := l.q.Last()
+	if !ok || wo >= seg.End() {
+		return l.roll()
+	}
+	if wo < seg.Start {
+		return seg, fmt.Errorf("commitlog: write offset %d before the last segment %d", wo, seg.Start)
+	}
+	left := seg.End() - wo
+	if size+BlankSize <= left {
+		return seg, nil
+	}
+	if left < BlankSize {
+		return seg, fmt.Errorf("commitlog: %d bytes left in segment %s, less than a blank", left, seg.File.Name())
+	}
+	b := seg.File.Bytes()[wo-seg.Start:]
+	be.PutUint32(b[OffTotalSize:], uint32(left))
+	be.PutUint32(b[OffMagic:], MagicBlank)
+	l.q.SetWriteOffset(seg.End())
+	return l.roll()
+}
+
+func (l *Log) roll() (mmap.Segment, error) {
+	seg, err := l.q.Roll()
+	if err != nil {
+		return seg, fmt.Errorf("commitlog: roll: %w", err)
+	}
+	if seg.Start != l.q.WriteOffset() {
+		return seg, fmt.Errorf("commitlog: rolled to %d, write offset %d", seg.Start, l.q.WriteOffset())
+	}
+	l.logger.Debug("commitlog: new segment", "start", seg.Start, "file", seg.File.Name())
+	return seg, nil
+}
+
+// encodeEntry writes an entry into buf (len(buf) == its size) at absolute
+// offset start and fills in the CRC.
+func encodeEntry(buf []byte, start int64, h *EntryHeader, command []byte, msgs []Message, queueOffsets []int64, out []RecordPos) []RecordPos {
+	fh := FrameHeader{
+		Size: int32(FrameSize + len(command)), Kind: h.Kind, EntrySize: int32(len(buf)),
+		RaftIndex: h.RaftIndex, Term: h.Term, StoreTimestamp: h.StoreTimestamp, Count: int32(len(msgs)),
+	}
+	_ = EncodeFrame(buf, fh)
+	p := FrameSize + copy(buf[FrameSize:], command)
+	crc := crc32.Update(0, castagnoli, buf[:FrameOffCRC])
+	crc = crc32.Update(crc, castagnoli, buf[FrameSize:p])
+	f := StoreFields{StoreTimestamp: h.StoreTimestamp, StoreHost: h.StoreHost}
+	for i := range msgs {
+		m := &msgs[i]
+		n := MessageSize(m)
+		f.QueueOffset, f.PhysicalOffset = queueOffsets[i], start+int64(p)
+		rec := buf[p : p+n]
+		encodeRecord(rec, m, f, crc32.ChecksumIEEE(m.Body))
+		crc = crc32.Update(crc, castagnoli, rec)
+		out = append(out, RecordPos{Offset: f.PhysicalOffset, Size: int32(n)})
+		p += n
+	}
+	be.PutUint32(buf[FrameOffCRC:], crc)
+	return out
+}
+
+// view returns the written bytes from phy to the end of its segment or the
+// write offset, whichever comes first.
+func (l *Log) view(phy int64) ([]byte, mmap.Segment, error) {
+	wo := l.q.WriteOffset()
+	if phy < 0 || phy >= wo {
+		return nil, mmap.Segment{}, fmt.Errorf("%w: %d not in [min, %d)", ErrOutOfRange, phy, wo)
+	}
+	seg, ok := l.q.Find(phy)
+	if !ok {
+		return nil, seg, fmt.Errorf("%w: no segment holds %d", ErrOutOfRange, phy)
+	}
+	end := min(seg.End(), wo)
+	return seg.File.Bytes()[phy-seg.Start : end-seg.Start], seg, nil
+}
+
+// ReadRecord decodes and checks (DecodeRecord) the message record at phy.
+// The record aliases the mapping. A frame, a blank or anything else at phy
+// gives ErrNotRecord or a decode error.
+func (l *Log) ReadRecord(phy int64) (Record, error) {
+	b, _, err := l.view(phy)
+	if err != nil {
+		return Record{}, err
+	}
+	if len(b) >= OffMagic+4 {
+		if m := be.Uint32(b[OffMagic:]); m == MagicFrame || m == MagicBlank {
+			return Record{}, fmt.Errorf("%w: %d holds magic %#08x", ErrNotRecord, phy, m)
+		}
+	}
+	r, err := DecodeRecord(b)
+	if err != nil {
+		return r, fmt.Errorf("commitlog: record at %d: %w", phy, err)
+	}
+	return r, nil
+}
+
+// ReadAt returns a view of [phy, phy+size), which must be written and lie in
+// one segment.
+func (l *Log) ReadAt(phy int64, size int32) ([]byte, error) {
+	b, _, err := l.view(phy)
+	if err != nil {
+		return nil, err
+	}
+	if size < 0 || int(size) > len(b) {
+		return nil, fmt.Errorf("%w: %d bytes at %d, %d readable", ErrOutOfRange, size, phy, len(b))
+	}
+	return b[:size:size], nil
+}
+
+// StoreTimestampAt reads the STORETIMESTAMP of the message record at phy
+// without decoding the rest (offset-by-time lookups).
+func (l *Log) StoreTimestampAt(phy int64) (int64, error) {
+	b, _, err := l.view(phy)
+	if err != nil {
+		return 0, err
+	}
+	if len(b) < RecordFixedSize || be.Uint32(b[OffMagic:]) != MagicMessageV1 {
+		return 0, fmt.Errorf("%w: %d", ErrNotRecord, phy)
+	}
+	return int64(be.Uint64(b[OffStoreTimestamp:])), nil
+}

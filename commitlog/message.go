@@ -1,0 +1,175 @@
+package commitlog
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// ValidateMessage checks m against the layout and RocketMQ's rules: topic
+// 1..127 bytes of [%|a-zA-Z0-9_-], queue id >= 0, body at most maxBody bytes
+// (MaxBodySize when maxBody <= 0 or larger), properties at most
+// MaxPropertiesLen bytes, no IPv6 sysflag bits.
+func ValidateMessage(m *Message, maxBody int) error {
+	if maxBody <= 0 || maxBody > MaxBodySize {
+		maxBody = MaxBodySize
+	}
+	if err := ValidateTopic(m.Topic); err != nil {
+		return err
+	}
+	if m.QueueID < 0 {
+		return fmt.Errorf("%w: %d", ErrBadQueueID, m.QueueID)
+	}
+	if len(m.Body) > maxBody {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrBodyTooLarge, len(m.Body), maxBody)
+	}
+	return checkLengths(m)
+}
+
+// ValidateTopic applies RocketMQ's TopicValidator character and length rule.
+func ValidateTopic(topic string) error {
+	if len(topic) == 0 || len(topic) > MaxTopicLen {
+		return fmt.Errorf("%w: length %d, want 1..%d", ErrBadTopic, len(topic), MaxTopicLen)
+	}
+	for i := 0; i < len(topic); i++ {
+		if !topicChar(topic[i]) {
+			return fmt.Errorf("%w: character %q at %d", ErrBadTopic, topic[i], i)
+		}
+	}
+	return nil
+}
+
+func topicChar(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return c == '%' || c == '|' || c == '-' || c == '_'
+}
+
+// Property is one key/value pair of a message's properties.
+type Property struct {
+	Key, Value string
+}
+
+// AppendProperties appends props in RocketMQ's encoding (key 0x01 value
+// 0x02 per pair, in the given order). Keys must be non-empty and neither keys
+// nor values may contain 0x01 or 0x02 (ErrBadProperty).
+func AppendProperties(dst []byte, props ...Property) ([]byte, error) {
+	for _, p := range props {
+		if p.Key == "" || strings.ContainsAny(p.Key, "\x01\x02") || strings.ContainsAny(p.Value, "\x01\x02") {
+			return dst, fmt.Errorf("%w: %q", ErrBadProperty, p.Key)
+		}
+		dst = append(dst, p.Key...)
+		dst = append(dst, nameValueSep)
+		dst = append(dst, p.Value...)
+		dst = append(dst, propertySep)
+	}
+	return dst, nil
+}
+
+// EncodeProperties encodes props in order (see AppendProperties).
+func EncodeProperties(props ...Property) ([]byte, error) {
+	return AppendProperties(nil, props...)
+}
+
+// EncodePropertiesMap encodes m with keys in sorted order, so the bytes are
+// deterministic.
+func EncodePropertiesMap(m map[string]string) ([]byte, error) {
+	props := make([]Property, 0, len(m))
+	for k, v := range m {
+		props = append(props, Property{k, v})
+	}
+	sort.Slice(props, func(i, j int) bool { return props[i].Key < props[j].Key })
+	return EncodeProperties(props...)
+}
+
+// GetProperty returns the value of key in encoded props without allocating;
+// the value aliases props. The last pair may lack its trailing 0x02; a pair
+// without 0x01 is skipped, as RocketMQ's decoder does.
+func GetProperty(props []byte, key string) ([]byte, bool) {
+	for len(props) > 0 {
+		var pair []byte
+		if i := bytes.IndexByte(props, propertySep); i >= 0 {
+			pair, props = props[:i], props[i+1:]
+		} else {
+			pair, props = props, nil
+		}
+		j := bytes.IndexByte(pair, nameValueSep)
+		if j >= 0 && string(pair[:j]) == key {
+			return pair[j+1:], true
+		}
+	}
+	return nil, false
+}
+
+// TagsCode is RocketMQ's tagsCode for a TAGS value: Java's String.hashCode
+// (over UTF-16 code units) as an int64 of the int32. Empty tags give 0.
+func TagsCode(tag string) int64 {
+	var h int32
+	for _, r := range tag {
+		h = hashRune(h, r)
+	}
+	return int64(h)
+}
+
+// TagsCodeBytes is TagsCode of a TAGS value still in its record.
+func TagsCodeBytes(tag []byte) int64 {
+	var h int32
+	for len(tag) > 0 {
+		r, n := utf8.DecodeRune(tag)
+		h = hashRune(h, r)
+		tag = tag[n:]
+	}
+	return int64(h)
+}
+
+func hashRune(h int32, r rune) int32 {
+	if r >= 0x10000 {
+		r1, r2 := utf16.EncodeRune(r)
+		return 31*(31*h+r1) + r2
+	}
+	return 31*h + r
+}
+
+// OffsetMsgIDLen is the length of an IPv4 offset message id.
+const OffsetMsgIDLen = 32
+
+// AppendOffsetMsgID appends RocketMQ's offsetMsgId: upper-case hex of the
+// store IP (4), port (4, big-endian) and physical offset (8).
+func AppendOffsetMsgID(dst []byte, host HostPort, phy int64) []byte {
+	var raw [16]byte
+	putHost(raw[:8], host)
+	be.PutUint64(raw[8:], uint64(phy))
+	const digits = "0123456789ABCDEF"
+	for _, c := range raw {
+		dst = append(dst, digits[c>>4], digits[c&0xF])
+	}
+	return dst
+}
+
+// OffsetMsgID is AppendOffsetMsgID as a string.
+func OffsetMsgID(host HostPort, phy int64) string {
+	var buf [OffsetMsgIDLen]byte
+	return string(AppendOffsetMsgID(buf[:0], host, phy))
+}
+
+// ParseOffsetMsgID is the inverse of OffsetMsgID (either hex case).
+func ParseOffsetMsgID(id string) (HostPort, int64, error) {
+	var raw [16]byte
+	if len(id) != OffsetMsgIDLen {
+		return HostPort{}, 0, fmt.Errorf("%w: length %d", ErrBadMsgID, len(id))
+	}
+	if _, err := hex.Decode(raw[:], []byte(id)); err != nil {
+		return HostPort{}, 0, fmt.Errorf("%w: %v", ErrBadMsgID, err)
+	}
+	phy := int64(be.Uint64(raw[8:]))
+	if phy < 0 {
+		return HostPort{}, 0, fmt.Errorf("%w: negative offset", ErrBadMsgID)
+	}
+	return getHost(raw[:8]), phy, nil
+}

@@ -1,0 +1,260 @@
+package commitlog
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/raftmq/raftmq/mmap"
+)
+
+// Entry is one verified Raft entry found by a Scanner. Command and Records
+// alias the mapping.
+type Entry struct {
+	Start   int64
+	Header  FrameHeader
+	Command []byte // kind command payload
+	Records []byte // the message records, back to back
+	End     int64  // Start + Header.EntrySize
+
+	verified bool // records were checked by the scanner
+}
+
+// ForEachRecord calls fn with each message record and its absolute offset,
+// stopping at the first error. Records of an entry from a Scanner are not
+// re-verified; others are decoded with DecodeRecord.
+func (e *Entry) ForEachRecord(fn func(off int64, r Record) error) error {
+	off := e.End - int64(len(e.Records))
+	for b := e.Records; len(b) > 0; {
+		r, err := e.decode(b)
+		if err != nil {
+			return fmt.Errorf("commitlog: record at %d: %w", off, err)
+		}
+		if err := fn(off, r); err != nil {
+			return err
+		}
+		b = b[r.Size:]
+		off += int64(r.Size)
+	}
+	return nil
+}
+
+func (e *Entry) decode(b []byte) (Record, error) {
+	if e.verified {
+		return decodeRecord(b)
+	}
+	return DecodeRecord(b)
+}
+
+// Scanner walks the entries of a Log from an entry boundary, verifying
+// everything: frame fields and CRC32C, each record whole (DecodeRecord), each
+// record's PHYSICALOFFSET, STORETIMESTAMP and STOREHOST against the entry,
+// the record count, increasing Raft indexes (and non-decreasing terms), and
+// blanks that reach exactly the end of their segment.
+//
+// It reads the segments as they are on disk, ignoring the write offset
+// (recovery uses it before the write offset is known). Next returns:
+//   - io.EOF at a clean end: nothing but zeros from the position on (in this
+//     and every later segment), or the end of the last segment;
+//   - an error matching ErrTornTail when the entry at Pos is damaged but
+//     nothing follows it: no byte beyond its extent (ENTRYSIZE, or the 48-byte
+//     frame when the header is unusable) is set in its segment, and no later
+//     segment holds data. That is what an interrupted write leaves;
+//   - a *CorruptionError (errors.Is ErrCorrupt) otherwise: damage with data
+//     after it. Recovery decides (from its checkpoint) whether that data was
+//     ever durable; out-of-order page write-back at a power cut can also
+//     produce it beyond the last flush.
+//
+// Errors are sticky. Pos is then the start of the failing entry, the point to
+// truncate at.
+type Scanner struct {
+	segs []mmap.Segment
+	si   int
+	pos  int64
+	err  error
+
+	lastIndex, lastTerm uint64
+	haveLast            bool
+	laterZero           int // 0 unknown, 1 yes, 2 no
+}
+
+// NewScanner starts at from, which must be an entry boundary or a segment
+// start of l.
+func NewScanner(l *Log, from int64) *Scanner {
+	s := &Scanner{segs: l.Segments(), pos: from}
+	s.si = len(s.segs)
+	for i, seg := range s.segs {
+		if from >= seg.Start && from <= seg.End() {
+			s.si = i
+			break
+		}
+	}
+	if len(s.segs) > 0 && s.si == len(s.segs) {
+		s.err = fmt.Errorf("%w: scan from %d outside [%d, %d)", ErrOutOfRange, from,
+			s.segs[0].Start, s.segs[len(s.segs)-1].End())
+	}
+	return s
+}
+
+// Pos is where the next entry starts (after an error: the failing entry).
+func (s *Scanner) Pos() int64 { return s.pos }
+
+// Next returns the next verified entry; see Scanner for the end conditions.
+func (s *Scanner) Next() (Entry, error) {
+	for s.err == nil {
+		if s.si >= len(s.segs) {
+			s.err = io.EOF
+			break
+		}
+		seg := s.segs[s.si]
+		if s.pos == seg.End() {
+			s.nextSegment()
+			continue
+		}
+		b := seg.File.Bytes()[s.pos-seg.Start:]
+		if len(b) < BlankSize {
+			s.err = s.stop(seg, b, "entry boundary closer than a blank to the segment end", nil)
+			break
+		}
+		switch be.Uint32(b[OffMagic:]) {
+		case MagicBlank:
+			if size := int32(be.Uint32(b)); int(size) != len(b) {
+				s.err = s.stop(seg, b, fmt.Sprintf("blank of %d bytes, %d to the segment end", size, len(b)), ErrBadSize)
+				break
+			}
+			s.pos = seg.End()
+		case MagicFrame:
+			e, reason, err := s.entry(b)
+			if err != nil {
+				s.err = s.stop(seg, b, reason, err)
+				break
+			}
+			s.pos = e.End
+			return e, nil
+		default:
+			s.err = s.stop(seg, b, fmt.Sprintf("magic %#08x", be.Uint32(b[OffMagic:])), ErrBadMagic)
+		}
+	}
+	return Entry{}, s.err
+}
+
+func (s *Scanner) nextSegment() {
+	s.si++
+	if s.si < len(s.segs) && s.segs[s.si].Start != s.pos {
+		s.err = &CorruptionError{File: s.segs[s.si].File.Name(), Offset: s.pos,
+			Reason: fmt.Sprintf("segment starts at %d, previous ends at %d", s.segs[s.si].Start, s.pos)}
+	}
+}
+
+// entry decodes and verifies the entry at the start of b (the rest of the
+// segment). On failure it returns a reason and the decode error.
+func (s *Scanner) entry(b []byte) (Entry, string, error) {
+	h, err := DecodeFrame(b)
+	if err != nil {
+		return Entry{}, "frame header", err
+	}
+	if int64(h.EntrySize)+BlankSize > int64(len(b)) {
+		return Entry{}, fmt.Sprintf("entry of %d bytes with %d left in the segment", h.EntrySize, len(b)), ErrBadSize
+	}
+	eb := b[:h.EntrySize:h.EntrySize]
+	if crc := EntryCRC(eb); crc != h.CRC {
+		return Entry{}, fmt.Sprintf("entry CRC32C %#08x, stored %#08x", crc, h.CRC), ErrEntryCRC
+	}
+	if s.haveLast && (h.RaftIndex <= s.lastIndex || h.Term < s.lastTerm) {
+		return Entry{}, fmt.Sprintf("raft index %d term %d after index %d term %d",
+			h.RaftIndex, h.Term, s.lastIndex, s.lastTerm), ErrBadFrame
+	}
+	e := Entry{Start: s.pos, Header: h, Command: eb[FrameSize:h.Size], Records: eb[h.Size:],
+		End: s.pos + int64(h.EntrySize), verified: true}
+	if reason, err := s.records(&e); err != nil {
+		return Entry{}, reason, err
+	}
+	s.lastIndex, s.lastTerm, s.haveLast = h.RaftIndex, h.Term, true
+	return e, "", nil
+}
+
+// records verifies every record of e against its position and frame.
+func (s *Scanner) records(e *Entry) (string, error) {
+	var count int32
+	var host HostPort
+	off := e.Start + int64(e.Header.Size)
+	for b := e.Records; len(b) > 0; count++ {
+		r, err := DecodeRecord(b)
+		switch {
+		case err != nil:
+			return fmt.Sprintf("record %d at %d", count, off), err
+		case r.PhysicalOffset != off:
+			return fmt.Sprintf("record %d at %d says PHYSICALOFFSET %d", count, off, r.PhysicalOffset), ErrBadPosition
+		case r.StoreTimestamp != e.Header.StoreTimestamp:
+			return fmt.Sprintf("record %d at %d: store timestamp %d, frame %d", count, off, r.StoreTimestamp, e.Header.StoreTimestamp), ErrBadFrame
+		case count > 0 && r.StoreHost != host:
+			return fmt.Sprintf("record %d at %d: store host differs within the entry", count, off), ErrBadFrame
+		}
+		host = r.StoreHost
+		b = b[r.Size:]
+		off += int64(r.Size)
+	}
+	if count != e.Header.Count {
+		return fmt.Sprintf("%d records, frame says %d", count, e.Header.Count), ErrBadFrame
+	}
+	return "", nil
+}
+
+// stop classifies a failure at s.pos (b is the rest of the segment): clean
+// end, torn tail or corruption.
+func (s *Scanner) stop(seg mmap.Segment, b []byte, reason string, cause error) error {
+	ext := min(extent(b), len(b))
+	if isZero(b[ext:]) && s.laterSegmentsZero() {
+		if isZero(b[:ext]) {
+			return io.EOF
+		}
+		return fmt.Errorf("%w: %s at %d: %s", ErrTornTail, seg.File.Name(), s.pos, reason)
+	}
+	if cause != nil {
+		reason = reason + ": " + cause.Error()
+	}
+	return &CorruptionError{File: seg.File.Name(), Offset: s.pos, Reason: reason, Err: cause}
+}
+
+// extent is how far the entry at the start of b claims to reach: ENTRYSIZE
+// when the frame magic is intact and the size plausible, else the frame.
+func extent(b []byte) int {
+	if len(b) >= FrameSize && be.Uint32(b[FrameOffMagic:]) == MagicFrame {
+		if es := int64(int32(be.Uint32(b[FrameOffEntrySize:]))); es >= FrameSize && es+BlankSize <= int64(len(b)) {
+			return int(es)
+		}
+	}
+	return FrameSize
+}
+
+func (s *Scanner) laterSegmentsZero() bool {
+	if s.laterZero == 0 {
+		s.laterZero = 1
+		for _, seg := range s.segs[s.si+1:] {
+			if !isZero(seg.File.Bytes()) {
+				s.laterZero = 2
+				break
+			}
+		}
+	}
+	return s.laterZero == 1
+}
+
+// isZero reports whether b is all zeros, eight words at a time.
+func isZero(b []byte) bool {
+	le := binary.LittleEndian
+	for len(b) >= 64 {
+		_ = b[63]
+		if le.Uint64(b)|le.Uint64(b[8:])|le.Uint64(b[16:])|le.Uint64(b[24:])|
+			le.Uint64(b[32:])|le.Uint64(b[40:])|le.Uint64(b[48:])|le.Uint64(b[56:]) != 0 {
+			return false
+		}
+		b = b[64:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
