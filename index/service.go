@@ -1,0 +1,309 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/raftmq/raftmq/mmap"
+	"github.com/raftmq/raftmq/vfs"
+)
+
+// Service is the set of index files in one directory, oldest first. One
+// goroutine writes (PutMessage and the maintenance calls); Query may run
+// concurrently.
+type Service struct {
+	fs  vfs.FS
+	cfg Config
+	lay layout
+
+	mu     sync.RWMutex
+	files  []*file
+	closed bool
+}
+
+// FileInfo describes one index file.
+type FileInfo struct {
+	Name   string
+	Header Header
+}
+
+// Open loads every index file in cfg.Dir (creating the directory).
+func Open(fs vfs.FS, cfg Config) (*Service, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := fs.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("index: mkdir %s: %w", cfg.Dir, err)
+	}
+	s := &Service{fs: fs, cfg: cfg, lay: layout{slots: cfg.MaxHashSlots, indexes: cfg.MaxIndexes}}
+	if err := s.load(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Service) load() error {
+	names, err := s.fs.List(s.cfg.Dir)
+	if err != nil {
+		return fmt.Errorf("index: list %s: %w", s.cfg.Dir, err)
+	}
+	for _, name := range names { // sorted, and names sort by time
+		ts, err := ParseFileName(name)
+		if err != nil {
+			s.cfg.Logger.Warn("ignoring unexpected file in index directory", "name", name)
+			continue
+		}
+		f, err := s.openFile(name, ts)
+		if err != nil {
+			return err
+		}
+		s.files = append(s.files, f)
+		if err := f.checkHeader(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) openFile(name string, ts int64) (*file, error) {
+	path := filepath.Join(s.cfg.Dir, name)
+	mf, err := mmap.Open(s.fs, path, s.lay.size(), mmap.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("index: open %s: %w", path, err)
+	}
+	f := &file{name: name, nameTS: ts, path: path, mf: mf, lay: s.lay}
+	f.hdr, _ = DecodeHeader(mf.Bytes())
+	return f, nil
+}
+
+func (s *Service) newest() *file {
+	if len(s.files) == 0 {
+		return nil
+	}
+	return s.files[len(s.files)-1]
+}
+
+// PutMessage indexes one message: an entry for uniqKey (if not empty) and one
+// for each non-empty key, each as "topic#key". A message at or below the
+// newest file's endPhyOffset was indexed already and is skipped, which makes
+// re-dispatch after recovery idempotent. (RocketMQ skips only offsets below
+// endPhyOffset and so indexes the last message twice on re-dispatch.)
+func (s *Service) PutMessage(topic string, keys []string, uniqKey string, phyOffset int64, storeTimestamp int64) error {
+	if topic == "" {
+		return fmt.Errorf("%w: empty topic", ErrArgument)
+	}
+	if phyOffset < 0 {
+		return fmt.Errorf("%w: negative offset %d", ErrArgument, phyOffset)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if f := s.newest(); f != nil && f.hasEntries() && phyOffset <= f.hdr.EndPhyOffset {
+		return nil
+	}
+	if uniqKey != "" {
+		if err := s.putKey(BuildKey(topic, uniqKey), phyOffset, storeTimestamp); err != nil {
+			return err
+		}
+	}
+	for _, k := range keys {
+		if k == "" {
+			continue
+		}
+		if err := s.putKey(BuildKey(topic, k), phyOffset, storeTimestamp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) putKey(key string, phy, ts int64) error {
+	f := s.newest()
+	if f == nil || f.full() {
+		var err error
+		if f, err = s.roll(ts); err != nil {
+			return err
+		}
+	}
+	f.put(KeyHash(key), phy, ts)
+	return nil
+}
+
+// roll creates the next file, named by ts (or the first free millisecond
+// after the newest file's name), inheriting the newest file's end.
+func (s *Service) roll(ts int64) (*file, error) {
+	prev := s.newest()
+	nameTS := clampNameTS(ts)
+	if prev != nil && nameTS <= prev.nameTS {
+		nameTS = prev.nameTS + 1
+	}
+	for ; nameTS < maxNameTS; nameTS++ {
+		if _, err := s.fs.Stat(filepath.Join(s.cfg.Dir, FileName(nameTS))); err != nil {
+			break
+		}
+	}
+	f, err := s.openFile(FileName(nameTS), nameTS)
+	if err != nil {
+		return nil, err
+	}
+	f.hdr = Header{IndexCount: 1}
+	if prev != nil {
+		f.hdr.BeginTimestamp, f.hdr.EndTimestamp = prev.hdr.EndTimestamp, prev.hdr.EndTimestamp
+		f.hdr.BeginPhyOffset, f.hdr.EndPhyOffset = prev.hdr.EndPhyOffset, prev.hdr.EndPhyOffset
+	}
+	f.writeHeader()
+	s.files = append(s.files, f)
+	s.cfg.Logger.Debug("index file created", "name", f.name)
+	return f, nil
+}
+
+// Query returns up to maxNum candidate phy offsets of messages of topic with
+// key stored in [begin, end] (ms), newest file first, following each file's
+// chain newest entry first. The candidates match by hash only: the caller
+// filters on the real key.
+func (s *Service) Query(topic, key string, maxNum int, begin, end int64) ([]int64, error) {
+	if maxNum <= 0 {
+		return nil, fmt.Errorf("%w: maxNum %d", ErrArgument, maxNum)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	hash := KeyHash(BuildKey(topic, key))
+	var out []int64
+	for i := len(s.files) - 1; i >= 0; i-- {
+		f := s.files[i]
+		if f.hasEntries() && f.timeMatched(begin, end) {
+			out = f.lay.selectPhyOffsets(f.bytes(), f.hdr, hash, maxNum, begin, end, out)
+		}
+		if f.hdr.BeginTimestamp < begin || len(out) >= maxNum {
+			break
+		}
+	}
+	return out, nil
+}
+
+// EndPhyOffset is the newest file's endPhyOffset (0 without files): the
+// commitlog offset of the last message indexed.
+func (s *Service) EndPhyOffset() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if f := s.newest(); f != nil {
+		return f.hdr.EndPhyOffset
+	}
+	return 0
+}
+
+// Files describes the files, oldest first.
+func (s *Service) Files() []FileInfo {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]FileInfo, len(s.files))
+	for i, f := range s.files {
+		out[i] = FileInfo{Name: f.name, Header: f.hdr}
+	}
+	return out
+}
+
+// TruncateAbove removes every entry with phyOffset >= phy, leaving the same
+// bytes as if only the kept entries had been put: files that hold no kept
+// entry are deleted, and the newest remaining file pops entries from its end.
+func (s *Service) TruncateAbove(phy int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	for f := s.newest(); f != nil; f = s.newest() {
+		if f.hasEntries() && f.hdr.BeginPhyOffset < phy {
+			popped, err := f.popFrom(phy)
+			if err != nil {
+				return err
+			}
+			if f.hasEntries() {
+				if popped {
+					return f.setEnd(s.cfg.StoreTime)
+				}
+				return nil
+			}
+		}
+		if err := s.removeNewest(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) removeNewest() error {
+	f := s.files[len(s.files)-1]
+	s.files = s.files[:len(s.files)-1]
+	return s.remove(f)
+}
+
+func (s *Service) remove(f *file) error {
+	err := errors.Join(f.mf.Close(), s.fs.Remove(f.path))
+	if err != nil {
+		return fmt.Errorf("index: delete %s: %w", f.path, err)
+	}
+	s.cfg.Logger.Debug("index file deleted", "name", f.name)
+	return nil
+}
+
+// DeleteBelow deletes, oldest first, non-last files whose endPhyOffset is
+// below minPhy (their messages are gone from the commitlog). It returns how
+// many it deleted.
+func (s *Service) DeleteBelow(minPhy int64) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	n := 0
+	for len(s.files) > 1 && s.files[0].hdr.EndPhyOffset < minPhy {
+		f := s.files[0]
+		s.files = s.files[1:]
+		if err := s.remove(f); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Flush makes every change durable: entries first, then headers and slots.
+func (s *Service) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	for _, f := range s.files {
+		if err := f.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close closes (without flushing) every file.
+func (s *Service) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	for _, f := range s.files {
+		if err := f.mf.Close(); err != nil {
+			s.cfg.Logger.Error("closing index file", "name", f.name, "error", err)
+		}
+	}
+	s.files = nil
+}
