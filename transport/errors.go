@@ -1,0 +1,133 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/raftmq/raftmq/store"
+)
+
+// ErrorInfo reasons (domain ErrorDomain) attached to Unavailable errors that
+// the server produced before anything was proposed: a client may retry them
+// on the leader named in the "leader" metadata key.
+const (
+	ErrorDomain        = "raftmq"
+	ReasonNotLeader    = "NOT_LEADER"
+	ReasonNoLeader     = "NO_LEADER"
+	MetadataLeaderAddr = "leader"
+)
+
+// outcomeUnknownMsg is the text of every codes.Unknown write error.
+const outcomeUnknownMsg = "outcome unknown: the write may or may not have been applied"
+
+// toStatus maps a backend or store error to a gRPC status error.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	switch {
+	case errors.Is(err, store.ErrBadTopic), errors.Is(err, store.ErrBadQueue),
+		errors.Is(err, store.ErrMessageTooLarge), errors.Is(err, store.ErrPropsTooLarge),
+		errors.Is(err, store.ErrBadOffset):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, store.ErrNoSuchTopic), errors.Is(err, store.ErrNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, store.ErrTopicExists):
+		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, ErrOutcomeUnknown):
+		return status.Error(codes.Unknown, outcomeUnknownMsg+": "+err.Error())
+	case errors.Is(err, ErrNotLeader):
+		return notLeaderStatus(ReasonNotLeader, "")
+	case errors.Is(err, ErrNoLeader):
+		return notLeaderStatus(ReasonNoLeader, "")
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, store.ErrClosed):
+		return status.Error(codes.Unavailable, "node is shutting down: "+err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+// notLeaderStatus is the retry-safe Unavailable error with a leader hint.
+func notLeaderStatus(reason, leader string) error {
+	msg := "no leader elected; retry shortly"
+	if reason == ReasonNotLeader {
+		msg = "not leader; leader is unknown"
+		if leader != "" {
+			msg = "not leader; leader is " + leader
+		}
+	}
+	return retrySafeStatus(reason, leader, msg)
+}
+
+// retrySafeStatus builds a codes.Unavailable error carrying the ErrorInfo
+// that tells clients nothing was proposed.
+func retrySafeStatus(reason, leader, msg string) error {
+	st := status.New(codes.Unavailable, msg)
+	info := &errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain}
+	if leader != "" {
+		info.Metadata = map[string]string{MetadataLeaderAddr: leader}
+	}
+	if d, err := st.WithDetails(info); err == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+// RetryReason returns the ErrorInfo reason of a retry-safe raftmq error
+// (ReasonNotLeader or ReasonNoLeader) and the leader hint, or "" if err is
+// not one.
+func RetryReason(err error) (reason, leader string) {
+	st, ok := status.FromError(err)
+	if !ok {
+		return "", ""
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain {
+			return info.GetReason(), info.GetMetadata()[MetadataLeaderAddr]
+		}
+	}
+	return "", ""
+}
+
+// NotSent reports whether err proves the request never reached a server
+// handler: a retry-safe raftmq error, or a gRPC connection failure raised
+// while dialing (grpc-go's wording "while dialing" / "connection refused" for
+// an RPC that was never put on the wire).
+func NotSent(err error) bool {
+	if r, _ := RetryReason(err); r != "" {
+		return true
+	}
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unavailable {
+		return false
+	}
+	m := st.Message()
+	return strings.Contains(m, "while dialing") || strings.Contains(m, "connection refused") ||
+		strings.Contains(m, "produced zero addresses")
+}
+
+func invalid(format string, args ...any) error {
+	return status.Error(codes.InvalidArgument, fmt.Sprintf(format, args...))
+}
+
+// msgOf returns the message of a status error (or err's text).
+func msgOf(err error) string {
+	if st, ok := status.FromError(err); ok {
+		return st.Message()
+	}
+	return err.Error()
+}
+
+func statusOf(err error) (*status.Status, bool) { return status.FromError(err) }

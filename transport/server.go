@@ -1,0 +1,139 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
+)
+
+// ServerOptions configure a Server. Zero values take the defaults.
+type ServerOptions struct {
+	Logger         hclog.Logger
+	MaxRecvMsgSize int           // default 64 MiB
+	MaxMessageSize int           // body limit, default 4 MiB (store.Config.MaxMessageSize)
+	HealthInterval time.Duration // how often health follows the backend's leader, default 500 ms
+	// ForwardDialOptions are used to dial the leader; default insecure.
+	ForwardDialOptions []grpc.DialOption
+	// Now is the clock for defaulted born timestamps; default time.Now.
+	Now func() time.Time
+}
+
+func (o *ServerOptions) defaults() {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.MaxRecvMsgSize <= 0 {
+		o.MaxRecvMsgSize = 64 << 20
+	}
+	if o.MaxMessageSize <= 0 {
+		o.MaxMessageSize = 4 << 20
+	}
+	if o.HealthInterval <= 0 {
+		o.HealthInterval = 500 * time.Millisecond
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Server is the client-facing gRPC server of one node.
+type Server struct {
+	pb.UnimplementedRaftMQServer
+
+	b      Backend
+	opts   ServerOptions
+	log    hclog.Logger
+	grpc   *grpc.Server
+	health *health.Server
+	fwd    *forwarder
+	rr     atomic.Uint32 // round-robin queue choice for queue_id -1
+
+	stopOnce sync.Once
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// NewServer returns a server for b; call Serve to start it.
+func NewServer(b Backend, opts ServerOptions) *Server {
+	opts.defaults()
+	s := &Server{
+		b:      b,
+		opts:   opts,
+		log:    opts.Logger.Named("transport"),
+		health: health.NewServer(),
+		fwd:    newForwarder(opts.ForwardDialOptions),
+		stop:   make(chan struct{}),
+	}
+	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize), grpc.MaxSendMsgSize(opts.MaxRecvMsgSize))
+	pb.RegisterRaftMQServer(s.grpc, s)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+	s.updateHealth()
+	s.wg.Add(1)
+	go s.followHealth()
+	return s
+}
+
+// Serve accepts connections on lis until Stop; it returns nil after Stop.
+func (s *Server) Serve(lis net.Listener) error {
+	err := s.grpc.Serve(lis)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
+
+// Stop stops the server: GracefulStop bounded by ctx, then a hard Stop. It
+// waits for the server's goroutines and closes the connections to the leader.
+func (s *Server) Stop(ctx context.Context) {
+	s.stopOnce.Do(func() {
+		close(s.stop)
+		s.health.Shutdown()
+		done := make(chan struct{})
+		go func() { s.grpc.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.grpc.Stop()
+			<-done
+		}
+		s.wg.Wait()
+		s.fwd.close()
+	})
+}
+
+func (s *Server) followHealth() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.updateHealth()
+		}
+	}
+}
+
+// updateHealth sets the overall ("") and RaftMQ service health: SERVING
+// while the backend knows a leader.
+func (s *Server) updateHealth() {
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if s.b.Status().HasLeader() {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	s.health.SetServingStatus("", st)
+	s.health.SetServingStatus(pb.RaftMQ_ServiceDesc.ServiceName, st)
+}
