@@ -1,0 +1,243 @@
+package commitlog
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand"
+	"testing"
+
+	"github.com/raftmq/raftmq/vfs"
+)
+
+var testHost = HostPort{IP: [4]byte{10, 1, 2, 3}, Port: 10911}
+
+func openTestLog(t testing.TB, fs vfs.FS, fileSize int64) *Log {
+	t.Helper()
+	l, err := Open(fs, Config{Dir: "/data/commitlog", FileSize: fileSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// written is what a test appended: one entry and its messages.
+type written struct {
+	start   int64
+	size    int64
+	index   uint64
+	kind    Kind
+	command []byte
+	msgs    []Message
+	qoffs   []int64
+	pos     []RecordPos
+}
+
+// appender appends random entries and remembers them.
+type appender struct {
+	t       testing.TB
+	l       *Log
+	rng     *rand.Rand
+	index   uint64
+	qoff    int64
+	entries []written
+}
+
+func (a *appender) append(kind Kind, nmsgs int, maxBody int) written {
+	a.t.Helper()
+	a.index++
+	w := written{index: a.index, kind: kind}
+	switch kind {
+	case KindMessages:
+		for i := 0; i < nmsgs; i++ {
+			m := randMessage(a.rng)
+			m.Body = m.Body[:min(len(m.Body), maxBody)]
+			w.msgs = append(w.msgs, m)
+			w.qoffs = append(w.qoffs, a.qoff)
+			a.qoff++
+		}
+	case KindCommand:
+		w.command = make([]byte, 1+a.rng.Intn(100))
+		a.rng.Read(w.command)
+	}
+	h := EntryHeader{Kind: kind, RaftIndex: a.index, Term: 1 + a.index/10, StoreTimestamp: 1700000000000 + int64(a.index), StoreHost: testHost}
+	start, pos, err := a.l.AppendEntry(h, w.command, w.msgs, w.qoffs, nil)
+	if err != nil {
+		a.t.Fatalf("append %d: %v", a.index, err)
+	}
+	w.start, w.pos, w.size = start, pos, EntrySize(w.command, w.msgs)
+	a.entries = append(a.entries, w)
+	return w
+}
+
+func (a *appender) appendRandom(n int, maxBody int) {
+	for i := 0; i < n; i++ {
+		switch r := a.rng.Intn(10); {
+		case r == 0:
+			a.append(KindCommand, 0, 0)
+		case r == 1:
+			a.append(KindNoop, 0, 0)
+		default:
+			a.append(KindMessages, 1+a.rng.Intn(8), maxBody)
+		}
+	}
+}
+
+func TestAppendAndRead(t *testing.T) {
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	l := openTestLog(t, vfs.NewMem(), 1<<20)
+	a := &appender{t: t, l: l, rng: rng}
+	a.appendRandom(50, 2048)
+	var end int64
+	for _, w := range a.entries {
+		if w.start < end {
+			t.Fatalf("entry %d at %d overlaps the previous end %d", w.index, w.start, end)
+		}
+		end = w.start + w.size
+		for i, p := range w.pos {
+			r, err := l.ReadRecord(p.Offset)
+			if err != nil {
+				t.Fatalf("read %d: %v", p.Offset, err)
+			}
+			m := w.msgs[i]
+			if r.Size != p.Size || r.PhysicalOffset != p.Offset || r.QueueOffset != w.qoffs[i] ||
+				!bytes.Equal(r.Body, m.Body) || string(r.Topic) != m.Topic || r.StoreHost != testHost ||
+				r.StoreTimestamp != 1700000000000+int64(w.index) {
+				t.Fatalf("record at %d: %+v", p.Offset, r)
+			}
+			ts, err := l.StoreTimestampAt(p.Offset)
+			if err != nil || ts != r.StoreTimestamp {
+				t.Fatalf("StoreTimestampAt: %d %v", ts, err)
+			}
+			raw, err := l.ReadAt(p.Offset, p.Size)
+			if err != nil || len(raw) != int(p.Size) || be.Uint32(raw[OffMagic:]) != MagicMessageV1 {
+				t.Fatalf("ReadAt: %v", err)
+			}
+		}
+		if _, err := l.ReadRecord(w.start); !errors.Is(err, ErrNotRecord) {
+			t.Fatalf("ReadRecord at a frame: %v", err)
+		}
+	}
+	if l.WriteOffset() != end {
+		t.Fatalf("write offset %d, want %d", l.WriteOffset(), end)
+	}
+	if _, err := l.ReadRecord(end); !errors.Is(err, ErrOutOfRange) {
+		t.Fatalf("read at the write offset: %v", err)
+	}
+	if _, err := l.ReadAt(end-8, 16); !errors.Is(err, ErrOutOfRange) {
+		t.Fatalf("read across the write offset: %v", err)
+	}
+}
+
+func TestAppendRejects(t *testing.T) {
+	l := openTestLog(t, vfs.NewMem(), 64<<10)
+	good := []Message{{Topic: "t", Body: []byte("x")}}
+	big := []Message{{Topic: "t", Body: make([]byte, 64<<10)}}
+	h := func(k Kind) EntryHeader { return EntryHeader{Kind: k, RaftIndex: 1, Term: 1} }
+	cases := []struct {
+		name string
+		h    EntryHeader
+		cmd  []byte
+		msgs []Message
+		q    []int64
+		want error
+	}{
+		{"kind 0", h(0), nil, nil, nil, ErrBadEntry},
+		{"command in messages", h(KindMessages), []byte("c"), good, []int64{0}, ErrBadEntry},
+		{"messages in command", h(KindCommand), []byte("c"), good, []int64{0}, ErrBadEntry},
+		{"messages in noop", h(KindNoop), nil, good, []int64{0}, ErrBadEntry},
+		{"queue offsets", h(KindMessages), nil, good, nil, ErrBadEntry},
+		{"too large", h(KindMessages), nil, big, []int64{0}, ErrEntryTooLarge},
+		{"bad topic", h(KindMessages), nil, []Message{{Body: []byte("x")}}, []int64{0}, ErrBadTopic},
+	}
+	for _, c := range cases {
+		if _, _, err := l.AppendEntry(c.h, c.cmd, c.msgs, c.q, nil); !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v want %v", c.name, err, c.want)
+		}
+	}
+	if l.WriteOffset() != 0 || len(l.Segments()) != 0 {
+		t.Fatalf("rejected entries changed the log: write offset %d, %d segments", l.WriteOffset(), len(l.Segments()))
+	}
+	// The largest entry that fits (with its blank) is accepted.
+	fit := []Message{{Topic: "t", Body: make([]byte, 64<<10-BlankSize-FrameSize-RecordFixedSize-1)}}
+	if _, _, err := l.AppendEntry(h(KindMessages), nil, fit, []int64{0}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBlankAndRoll(t *testing.T) {
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	const fileSize = 8 << 10
+	l := openTestLog(t, vfs.NewMem(), fileSize)
+	a := &appender{t: t, l: l, rng: rng}
+	a.appendRandom(200, 600)
+	segs := l.Segments()
+	if len(segs) < 4 {
+		t.Fatalf("%d segments, want several", len(segs))
+	}
+	for _, w := range a.entries {
+		if w.start/fileSize != (w.start+w.size+BlankSize-1)/fileSize {
+			t.Fatalf("entry %d [%d,%d) leaves no room for a blank in its segment", w.index, w.start, w.start+w.size)
+		}
+	}
+	// Every full segment ends with a blank reaching exactly its end.
+	for i, seg := range segs[:len(segs)-1] {
+		last := lastEntryIn(a.entries, seg.Start, seg.End())
+		b := seg.File.Bytes()[last-seg.Start:]
+		if be.Uint32(b[OffMagic:]) != MagicBlank || int(be.Uint32(b)) != len(b) {
+			t.Fatalf("segment %d: no blank at %d", i, last)
+		}
+	}
+	checkScanAll(t, l, 0, a.entries)
+}
+
+// lastEntryIn returns the end of the last entry in [start, end).
+func lastEntryIn(entries []written, start, end int64) int64 {
+	last := start
+	for _, w := range entries {
+		if w.start >= start && w.start < end {
+			last = w.start + w.size
+		}
+	}
+	return last
+}
+
+func TestReopenScanTruncateAppend(t *testing.T) {
+	fs := vfs.NewMem()
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	l, err := Open(fs, Config{Dir: "/cl", FileSize: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &appender{t: t, l: l, rng: rng}
+	a.appendRandom(30, 300)
+	if err := l.Flush(l.WriteOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if l.FlushedOffset() != l.WriteOffset() {
+		t.Fatalf("flushed %d, written %d", l.FlushedOffset(), l.WriteOffset())
+	}
+	end := l.WriteOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = Open(fs, Config{Dir: "/cl", FileSize: 8 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	s := NewScanner(l, 0)
+	var err2 error
+	for err2 == nil {
+		_, err2 = s.Next()
+	}
+	if err2 != io.EOF || s.Pos() != end {
+		t.Fatalf("scan after reopen: %v at %d, want EOF at %d", err2, s.Pos(), end)
+	}
+	if err := l.TruncateDirty(s.Pos()); err != nil {
+		t.Fatal(err)
+	}
+	a.l = l
+	a.appendRandom(10, 300)
+	checkScanAll(t, l, 0, a.entries)
+}
