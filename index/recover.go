@@ -1,0 +1,89 @@
+package index
+
+import "fmt"
+
+// State is the durable state of the newest index file that a store
+// checkpoint records. Every entry below IndexCount of File, and every older
+// file, was flushed before the checkpoint was written.
+type State struct {
+	File         string
+	IndexCount   int32
+	SlotCount    int32
+	EndPhyOffset int64
+	EndTimestamp int64
+}
+
+// State returns the current state of the newest file (zero if none).
+func (s *Service) State() State {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f := s.newest()
+	if f == nil {
+		return State{}
+	}
+	return State{File: f.name, IndexCount: f.hdr.IndexCount, SlotCount: f.hdr.HashSlotCount,
+		EndPhyOffset: f.hdr.EndPhyOffset, EndTimestamp: f.hdr.EndTimestamp}
+}
+
+// RecoverTo cuts the index back to a checkpointed State after a crash. The
+// newest file may then hold slots that point at entries that never reached
+// the disk (mmap pages are written back in any order), which would cut
+// chains and lose older keys (RocketMQ #3868/#8007). RecoverTo deletes files
+// newer than st.File, zeroes every entry at or above st.IndexCount, points
+// each damaged slot back at its newest durable entry, and restores the
+// header. The store then redispatches keys from the checkpoint.
+func (s *Service) RecoverTo(st State) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	for len(s.files) > 0 && (st.File == "" || s.newest().name > st.File) {
+		if err := s.removeNewest(); err != nil {
+			return err
+		}
+	}
+	f := s.newest()
+	if f == nil || st.File == "" {
+		return nil
+	}
+	if f.name != st.File {
+		return fmt.Errorf("%w: checkpointed index file %s is missing (newest is %s)", ErrCorrupt, st.File, f.name)
+	}
+	if st.IndexCount < 1 || int(st.IndexCount) > f.lay.indexes {
+		return fmt.Errorf("%w: checkpoint indexCount %d", ErrCorrupt, st.IndexCount)
+	}
+	return f.recoverTo(st)
+}
+
+func (f *file) recoverTo(st State) error {
+	b := f.bytes()
+	from := int64(f.lay.entryPos(int(st.IndexCount)))
+	if err := f.mf.Zero(from, f.mf.Size()); err != nil {
+		return fmt.Errorf("index: zero %s from %d: %w", f.path, from, err)
+	}
+	bad := map[int]bool{}
+	for slot := 0; slot < f.lay.slots; slot++ {
+		if v := f.lay.readSlot(b, slot); v < 0 || v >= st.IndexCount {
+			bad[slot] = true
+		}
+	}
+	for n := int(st.IndexCount) - 1; n >= 1 && len(bad) > 0; n-- {
+		e, _ := f.lay.readEntry(b, n)
+		slot := slotOf(e.KeyHash, f.lay.slots)
+		if bad[slot] {
+			f.lay.writeSlot(b, slot, int32(n))
+			delete(bad, slot)
+		}
+	}
+	for slot := range bad {
+		f.lay.writeSlot(b, slot, 0)
+	}
+	f.hdr.IndexCount, f.hdr.HashSlotCount = st.IndexCount, st.SlotCount
+	f.hdr.EndPhyOffset, f.hdr.EndTimestamp = st.EndPhyOffset, st.EndTimestamp
+	if st.IndexCount <= 1 {
+		f.hdr = Header{IndexCount: 1}
+	}
+	f.writeHeader()
+	return f.mf.Flush(0, int64(f.lay.entriesStart()))
+}

@@ -1,0 +1,227 @@
+package recovery
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/raftmq/raftmq/vfs"
+)
+
+// Checkpoint file layout (big-endian), version 1. The first 40 bytes are
+// RocketMQ's StoreCheckpoint fields so tools that read those still work; the
+// rest is raftmq's extension. The whole file is replaced atomically (write a
+// temporary file, fsync it, rename it over "checkpoint", fsync the directory),
+// so a reader sees either the old or the new checkpoint, never a mix; the
+// trailing CRC32C catches anything else (bit rot, a foreign file).
+//
+//	off  size  field
+//	  0     8  physicMsgTimestamp   store time of the last durable entry
+//	  8     8  logicsMsgTimestamp   same (consume queues are flushed with it)
+//	 16     8  indexMsgTimestamp    same (index is flushed with it)
+//	 24     8  masterFlushedOffset  = confirmPhyOffset
+//	 32     8  confirmPhyOffset     end of the last durable, complete entry
+//	 40     4  magic                CheckpointMagic
+//	 44     4  version              CheckpointVersion
+//	 48     8  appliedIndex         Raft index of the entry ending at confirm
+//	 56     8  appliedTerm          its term
+//	 64     8  lastEntryOffset      start of that entry (-1: none)
+//	 72     8  minOffset            commitlog min offset at checkpoint time
+//	 80     4  indexFileLen         length of the index file name
+//	 84     n  indexFile            newest index file name ("" if none)
+//	  .     4  indexCount           its indexCount at checkpoint time
+//	  .     4  indexSlotCount       its hashSlotCount at checkpoint time
+//	  .     8  indexEndPhyOffset    its endPhyOffset
+//	  .     8  indexEndTimestamp    its endTimestamp
+//	  .     4  metaLen
+//	  .     m  meta                 topics, consumer offsets, queue table
+//	  .     4  crc32c               Castagnoli over every byte before it
+const (
+	CheckpointMagic   uint32 = 0x52514350 // "RQCP"
+	CheckpointVersion uint32 = 1
+	CheckpointName           = "checkpoint"
+	checkpointFixed          = 84
+	maxCheckpointSize        = 1 << 30
+)
+
+var (
+	// ErrCheckpointCorrupt: the checkpoint fails its CRC, magic, version or
+	// length checks. The store refuses to open.
+	ErrCheckpointCorrupt = errors.New("recovery: checkpoint is corrupt")
+	// ErrNoCheckpoint: no checkpoint file exists.
+	ErrNoCheckpoint = errors.New("recovery: no checkpoint")
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// IndexState is the durable state of the newest index file at a checkpoint.
+type IndexState struct {
+	File         string
+	IndexCount   int32
+	SlotCount    int32
+	EndPhyOffset int64
+	EndTimestamp int64
+}
+
+// Checkpoint says which prefix of the store is durable and consistent.
+type Checkpoint struct {
+	StoreTimestamp  int64 // store time of the last durable entry
+	ConfirmOffset   int64
+	AppliedIndex    uint64
+	AppliedTerm     uint64
+	LastEntryOffset int64
+	MinOffset       int64
+	Index           IndexState
+	Meta            []byte
+}
+
+// Encode returns the file bytes.
+func (c *Checkpoint) Encode() []byte {
+	b := make([]byte, 0, checkpointFixed+len(c.Index.File)+28+len(c.Meta)+4)
+	be := binary.BigEndian
+	for i := 0; i < 3; i++ {
+		b = be.AppendUint64(b, uint64(c.StoreTimestamp))
+	}
+	b = be.AppendUint64(b, uint64(c.ConfirmOffset))
+	b = be.AppendUint64(b, uint64(c.ConfirmOffset))
+	b = be.AppendUint32(b, CheckpointMagic)
+	b = be.AppendUint32(b, CheckpointVersion)
+	b = be.AppendUint64(b, c.AppliedIndex)
+	b = be.AppendUint64(b, c.AppliedTerm)
+	b = be.AppendUint64(b, uint64(c.LastEntryOffset))
+	b = be.AppendUint64(b, uint64(c.MinOffset))
+	b = be.AppendUint32(b, uint32(len(c.Index.File)))
+	b = append(b, c.Index.File...)
+	b = be.AppendUint32(b, uint32(c.Index.IndexCount))
+	b = be.AppendUint32(b, uint32(c.Index.SlotCount))
+	b = be.AppendUint64(b, uint64(c.Index.EndPhyOffset))
+	b = be.AppendUint64(b, uint64(c.Index.EndTimestamp))
+	b = be.AppendUint32(b, uint32(len(c.Meta)))
+	b = append(b, c.Meta...)
+	return be.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// DecodeCheckpoint parses and verifies checkpoint bytes.
+func DecodeCheckpoint(b []byte) (Checkpoint, error) {
+	var c Checkpoint
+	if len(b) < checkpointFixed+4 {
+		return c, fmt.Errorf("%w: %d bytes", ErrCheckpointCorrupt, len(b))
+	}
+	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return c, fmt.Errorf("%w: crc mismatch", ErrCheckpointCorrupt)
+	}
+	r := reader{b: body}
+	c.StoreTimestamp = int64(r.u64())
+	r.skip(16)
+	r.skip(8)
+	c.ConfirmOffset = int64(r.u64())
+	if magic, version := r.u32(), r.u32(); magic != CheckpointMagic || version != CheckpointVersion {
+		return c, fmt.Errorf("%w: magic %#x version %d", ErrCheckpointCorrupt, magic, version)
+	}
+	c.AppliedIndex = r.u64()
+	c.AppliedTerm = r.u64()
+	c.LastEntryOffset = int64(r.u64())
+	c.MinOffset = int64(r.u64())
+	c.Index.File = string(r.bytes(int(r.u32())))
+	c.Index.IndexCount = int32(r.u32())
+	c.Index.SlotCount = int32(r.u32())
+	c.Index.EndPhyOffset = int64(r.u64())
+	c.Index.EndTimestamp = int64(r.u64())
+	c.Meta = r.bytes(int(r.u32()))
+	if r.err != nil || len(r.b) != 0 {
+		return c, fmt.Errorf("%w: bad lengths", ErrCheckpointCorrupt)
+	}
+	if c.ConfirmOffset < 0 || c.MinOffset < 0 || c.MinOffset > c.ConfirmOffset || c.LastEntryOffset >= c.ConfirmOffset {
+		return c, fmt.Errorf("%w: offsets min=%d last=%d confirm=%d", ErrCheckpointCorrupt, c.MinOffset, c.LastEntryOffset, c.ConfirmOffset)
+	}
+	return c, nil
+}
+
+// ReadCheckpoint reads dir/checkpoint. ErrNoCheckpoint if absent.
+func ReadCheckpoint(fsys vfs.FS, dir string) (Checkpoint, error) {
+	name := filepath.Join(dir, CheckpointName)
+	b, err := readFile(fsys, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Checkpoint{}, ErrNoCheckpoint
+	}
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	c, err := DecodeCheckpoint(b)
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, nil
+}
+
+// WriteCheckpoint replaces dir/checkpoint atomically and durably.
+func WriteCheckpoint(fsys vfs.FS, dir string, c *Checkpoint) error {
+	return writeFileAtomic(fsys, dir, CheckpointName, c.Encode())
+}
+
+func readFile(fsys vfs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	if size > maxCheckpointSize {
+		return nil, fmt.Errorf("%w: %s is %d bytes", ErrCheckpointCorrupt, name, size)
+	}
+	b := make([]byte, size)
+	if _, err := f.ReadAt(b, 0); err != nil && size > 0 {
+		return nil, err
+	}
+	return b, nil
+}
+
+func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, name+".tmp")
+	f, err := fsys.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	return fsys.SyncDir(dir)
+}
+
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) take(n int) []byte {
+	if r.err != nil || n < 0 || n > len(r.b) {
+		r.err = ErrCheckpointCorrupt
+		return make([]byte, max(n, 8))
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) skip(n int)         { r.take(n) }
+func (r *reader) u32() uint32        { return binary.BigEndian.Uint32(r.take(4)) }
+func (r *reader) u64() uint64        { return binary.BigEndian.Uint64(r.take(8)) }
+func (r *reader) bytes(n int) []byte { return append([]byte(nil), r.take(n)...) }

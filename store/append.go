@@ -1,0 +1,332 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/consumequeue"
+)
+
+// ValidateMessage checks a message against the store's limits before it is
+// proposed; the leader calls it so bad input never reaches the Raft log.
+func (s *Store) ValidateMessage(m *commitlog.Message) error {
+	if len(m.Body) > s.cfg.MaxMessageSize {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, len(m.Body), s.cfg.MaxMessageSize)
+	}
+	if len(m.Properties) > commitlog.MaxPropertiesLen {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrPropsTooLarge, len(m.Properties), commitlog.MaxPropertiesLen)
+	}
+	if err := ValidateTopicName(m.Topic); err != nil {
+		return err
+	}
+	if err := commitlog.ValidateMessage(m, s.cfg.MaxMessageSize); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadTopic, err)
+	}
+	if m.QueueID < 0 || m.QueueID >= s.cfg.MaxQueues {
+		return fmt.Errorf("%w: queue %d", ErrBadQueue, m.QueueID)
+	}
+	s.mu.RLock()
+	t, ok := s.meta.topics[m.Topic]
+	s.mu.RUnlock()
+	return s.checkQueue(m, t, ok)
+}
+
+// ValidateTopicName applies RocketMQ's rule: 1–127 bytes of letters, digits
+// and %|-_ .
+func ValidateTopicName(name string) error {
+	if name == "" || len(name) > commitlog.MaxTopicLen {
+		return fmt.Errorf("%w: %q must be 1-%d bytes", ErrBadTopic, name, commitlog.MaxTopicLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '%' || c == '|' || c == '-' || c == '_'
+		if !ok {
+			return fmt.Errorf("%w: %q has %q (allowed: letters, digits, %%|-_)", ErrBadTopic, name, c)
+		}
+	}
+	return nil
+}
+
+func (s *Store) checkQueue(m *commitlog.Message, t TopicConfig, exists bool) error {
+	switch {
+	case !exists && !s.cfg.AutoCreateTopics:
+		return fmt.Errorf("%w: %q", ErrNoSuchTopic, m.Topic)
+	case !exists && m.QueueID >= s.cfg.DefaultQueues:
+		return fmt.Errorf("%w: queue %d of new topic %q (it gets %d queues)", ErrBadQueue, m.QueueID, m.Topic, s.cfg.DefaultQueues)
+	case exists && m.QueueID >= t.Queues:
+		return fmt.Errorf("%w: queue %d of topic %q (it has %d)", ErrBadQueue, m.QueueID, m.Topic, t.Queues)
+	}
+	return nil
+}
+
+// AppendMessages writes one Raft entry's messages as one commitlog entry and
+// dispatches them. results gets one PutResult per message; a message that
+// fails validation gets Err and is not written (the rest are). An entry with
+// no valid message still leaves a no-op frame, so appliedIndex advances.
+func (s *Store) AppendMessages(h EntryHeader, msgs []commitlog.Message, results []PutResult) ([]PutResult, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.checkWritable(h); err != nil {
+		return results, err
+	}
+	results = results[:0]
+	accepted := make([]commitlog.Message, 0, len(msgs))
+	queueOffsets := make([]int64, 0, len(msgs))
+	next := map[queueKey]int64{}
+	for i := range msgs {
+		m := &msgs[i]
+		res := PutResult{Topic: m.Topic, QueueID: m.QueueID, StoreTimestamp: h.StoreTimestamp}
+		if res.Err = s.validateForApply(m); res.Err == nil {
+			k := queueKey{m.Topic, m.QueueID}
+			off, ok := next[k]
+			if !ok {
+				off = s.queueOffset(k)
+			}
+			next[k] = off + 1
+			res.QueueOffset = off
+			accepted = append(accepted, *m)
+			queueOffsets = append(queueOffsets, off)
+		}
+		results = append(results, res)
+	}
+	kind := commitlog.KindMessages
+	if len(accepted) == 0 {
+		kind = commitlog.KindNoop
+	}
+	start, pos, err := s.log.AppendEntry(s.frame(h, kind), nil, accepted, queueOffsets, nil)
+	if err != nil {
+		return results, err
+	}
+	j := 0
+	for i := range results {
+		if results[i].Err != nil {
+			continue
+		}
+		s.fillResult(&results[i], &accepted[j], pos[j], h)
+		j++
+	}
+	if err := s.dispatchAppended(accepted, queueOffsets, pos, h.StoreTimestamp); err != nil {
+		return results, err
+	}
+	s.finishEntry(h, start, s.log.WriteOffset(), uint64(len(accepted)))
+	return results, nil
+}
+
+// validateForApply is ValidateMessage without the topic lock (writeMu held).
+func (s *Store) validateForApply(m *commitlog.Message) error {
+	if len(m.Body) > s.cfg.MaxMessageSize {
+		return fmt.Errorf("%w: %d bytes", ErrMessageTooLarge, len(m.Body))
+	}
+	if err := ValidateTopicName(m.Topic); err != nil {
+		return err
+	}
+	if err := commitlog.ValidateMessage(m, s.cfg.MaxMessageSize); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadTopic, err)
+	}
+	if m.QueueID < 0 {
+		return fmt.Errorf("%w: queue %d", ErrBadQueue, m.QueueID)
+	}
+	t, ok := s.meta.topics[m.Topic]
+	return s.checkQueue(m, t, ok)
+}
+
+func (s *Store) checkWritable(h EntryHeader) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if h.RaftIndex <= s.applied.RaftIndex {
+		return fmt.Errorf("%w: %d <= %d", ErrAlreadyApplied, h.RaftIndex, s.applied.RaftIndex)
+	}
+	return nil
+}
+
+func (s *Store) frame(h EntryHeader, kind commitlog.Kind) commitlog.EntryHeader {
+	return commitlog.EntryHeader{Kind: kind, RaftIndex: h.RaftIndex, Term: h.Term, StoreTimestamp: h.StoreTimestamp, StoreHost: h.StoreHost}
+}
+
+func (s *Store) queueOffset(k queueKey) int64 {
+	return s.meta.queues[k]
+}
+
+func (s *Store) fillResult(r *PutResult, m *commitlog.Message, pos commitlog.RecordPos, h EntryHeader) {
+	r.PhysicalOffset = pos.Offset
+	r.Size = pos.Size
+	r.OffsetMsgID = commitlog.OffsetMsgID(h.StoreHost, pos.Offset)
+	if uniq, ok := commitlog.GetProperty(m.Properties, commitlog.PropertyUniqKey); ok && len(uniq) > 0 {
+		r.MsgID = string(uniq)
+	} else {
+		r.MsgID = r.OffsetMsgID
+	}
+}
+
+// dispatchAppended builds consume queue units and index keys for the records
+// just written, and advances the queue table.
+func (s *Store) dispatchAppended(msgs []commitlog.Message, queueOffsets []int64, pos []commitlog.RecordPos, storeTs int64) error {
+	touched := make([]queueKey, 0, 1)
+	s.mu.Lock()
+	for i := range msgs {
+		m := &msgs[i]
+		k := queueKey{m.Topic, m.QueueID}
+		if _, ok := s.meta.topics[m.Topic]; !ok {
+			s.meta.topics[m.Topic] = TopicConfig{Name: m.Topic, Queues: s.cfg.DefaultQueues, Perm: 6}
+		}
+		s.meta.queues[k] = queueOffsets[i] + 1
+		if len(touched) == 0 || touched[len(touched)-1] != k {
+			touched = append(touched, k)
+		}
+	}
+	s.mu.Unlock()
+	for i := range msgs {
+		m := &msgs[i]
+		if err := s.dispatchOne(m.Topic, m.QueueID, queueOffsets[i], pos[i], m.Properties, storeTs); err != nil {
+			return err
+		}
+		s.counters.bytes.Add(uint64(len(m.Body)))
+	}
+	for _, k := range touched {
+		s.notify.wake(k)
+	}
+	return nil
+}
+
+// dispatchOne puts one record into its consume queue and the index.
+func (s *Store) dispatchOne(topic string, queueID int32, queueOffset int64, pos commitlog.RecordPos, props []byte, storeTs int64) error {
+	q, err := s.cqs.GetOrCreate(topic, queueID)
+	if err != nil {
+		return fmt.Errorf("store: consume queue %s/%d: %w", topic, queueID, err)
+	}
+	tags, _ := commitlog.GetProperty(props, commitlog.PropertyTags)
+	unit := consumequeue.Unit{PhyOffset: pos.Offset, Size: pos.Size, TagsCode: commitlog.TagsCode(string(tags))}
+	if err := q.Put(queueOffset, unit); err != nil {
+		return fmt.Errorf("store: consume queue %s/%d offset %d: %w", topic, queueID, queueOffset, err)
+	}
+	return s.indexKeys(topic, props, pos.Offset, storeTs)
+}
+
+func (s *Store) indexKeys(topic string, props []byte, phy, storeTs int64) error {
+	keys, _ := commitlog.GetProperty(props, commitlog.PropertyKeys)
+	uniq, _ := commitlog.GetProperty(props, commitlog.PropertyUniqKey)
+	if len(keys) == 0 && len(uniq) == 0 {
+		return nil
+	}
+	return s.idx.PutMessage(topic, splitKeys(string(keys)), string(uniq), phy, storeTs)
+}
+
+func splitKeys(keys string) []string {
+	var out []string
+	start := -1
+	for i := 0; i <= len(keys); i++ {
+		if i == len(keys) || keys[i] == ' ' {
+			if start >= 0 {
+				out = append(out, keys[start:i])
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	return out
+}
+
+func (s *Store) finishEntry(h EntryHeader, start, end int64, messages uint64) {
+	s.mu.Lock()
+	s.applied = entryMark{Offset: start, End: end, RaftIndex: h.RaftIndex, Term: h.Term, StoreTimestamp: h.StoreTimestamp}
+	s.mu.Unlock()
+	s.counters.entries.Add(1)
+	s.counters.messages.Add(messages)
+}
+
+// CreateTopic creates a topic. ErrTopicExists, ErrBadTopic and ErrBadQueue
+// are deterministic: nothing is written (the FSM then calls MarkApplied).
+func (s *Store) CreateTopic(h EntryHeader, t TopicConfig) error {
+	if err := ValidateTopicName(t.Name); err != nil {
+		return err
+	}
+	if t.Queues <= 0 || t.Queues > s.cfg.MaxQueues {
+		return fmt.Errorf("%w: %d queues (1-%d)", ErrBadQueue, t.Queues, s.cfg.MaxQueues)
+	}
+	if t.Perm == 0 {
+		t.Perm = 6
+	}
+	return s.command(h, encodeCreateTopic(t), func() error {
+		if _, ok := s.meta.topics[t.Name]; ok {
+			return fmt.Errorf("%w: %q", ErrTopicExists, t.Name)
+		}
+		return nil
+	})
+}
+
+// DeleteTopic removes a topic, its consume queues and its consumer offsets.
+// Its messages stay in the commitlog until retention removes them.
+func (s *Store) DeleteTopic(h EntryHeader, name string) error {
+	err := s.command(h, encodeDeleteTopic(name), func() error {
+		if _, ok := s.meta.topics[name]; !ok {
+			return fmt.Errorf("%w: %q", ErrNoSuchTopic, name)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.cqs.DeleteTopic(name)
+}
+
+// CommitOffsets stores consumer-group offsets.
+func (s *Store) CommitOffsets(h EntryHeader, commits []OffsetCommit) error {
+	return s.command(h, encodeCommitOffsets(commits), func() error {
+		for _, c := range commits {
+			t, ok := s.meta.topics[c.Topic]
+			switch {
+			case c.Group == "" || len(c.Group) > 255:
+				return fmt.Errorf("%w: group %q", ErrBadCommand, c.Group)
+			case !ok:
+				return fmt.Errorf("%w: %q", ErrNoSuchTopic, c.Topic)
+			case c.QueueID < 0 || c.QueueID >= t.Queues:
+				return fmt.Errorf("%w: queue %d of %q", ErrBadQueue, c.QueueID, c.Topic)
+			case c.Offset < 0:
+				return fmt.Errorf("%w: %d", ErrBadOffset, c.Offset)
+			}
+		}
+		return nil
+	})
+}
+
+// MarkApplied records an entry that changes no state (no-op, rejected
+// command) so appliedIndex still advances durably.
+func (s *Store) MarkApplied(h EntryHeader) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.checkWritable(h); err != nil {
+		return err
+	}
+	return s.appendFrame(h, commitlog.KindNoop, nil)
+}
+
+// command validates (under writeMu), writes a command frame and applies it
+// to meta exactly as recovery will replay it.
+func (s *Store) command(h EntryHeader, payload []byte, check func() error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.checkWritable(h); err != nil {
+		return err
+	}
+	if err := check(); err != nil {
+		return err
+	}
+	if err := s.appendFrame(h, commitlog.KindCommand, payload); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	err := s.meta.applyCommand(payload)
+	s.mu.Unlock()
+	return err
+}
+
+func (s *Store) appendFrame(h EntryHeader, kind commitlog.Kind, payload []byte) error {
+	start, _, err := s.log.AppendEntry(s.frame(h, kind), payload, nil, nil, nil)
+	if err != nil {
+		return err
+	}
+	s.finishEntry(h, start, s.log.WriteOffset(), 0)
+	return nil
+}

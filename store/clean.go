@@ -1,0 +1,72 @@
+package store
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/raftmq/raftmq/mmap"
+)
+
+// maxDeletesPerRun bounds how many segments one retention pass removes
+// (RocketMQ's deleteFileBatchMax).
+const maxDeletesPerRun = 10
+
+// clean is the retention pass: delete the oldest commitlog segments that
+// are expired by time, or all that may go when the disk is too full; then
+// the consume-queue and index files that only point below the new minimum.
+// A segment is only deleted when it lies wholly below the last checkpoint,
+// never the last one, and oldest first, so offsets never get holes.
+func (s *Store) clean() error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	now := s.cfg.Now()
+	forcibly := s.diskUsedPercent() >= s.cfg.CleanForciblyRatio
+	overMax := s.diskUsedPercent() >= s.cfg.DiskMaxUsedSpaceRatio
+	ckpt := s.ckptOffset.Load()
+	keep := func(seg mmap.Segment) bool {
+		if seg.End() > ckpt {
+			return true
+		}
+		if forcibly || overMax {
+			return false
+		}
+		info, err := s.fs.Stat(seg.File.Name())
+		return err != nil || now.Sub(info.ModTime()) < s.cfg.FileReservedTime
+	}
+	s.writeMu.Lock()
+	s.segMu.Lock()
+	deleted, err := s.log.DeleteExpired(maxDeletesPerRun, keep)
+	s.segMu.Unlock()
+	minOffset := s.log.MinOffset()
+	s.writeMu.Unlock()
+	if err != nil || deleted == 0 {
+		return err
+	}
+	s.counters.segmentsDeleted.Add(uint64(deleted))
+	s.logger.Info("retention deleted commitlog segments", "count", deleted, "minOffset", minOffset, "forcibly", forcibly)
+	return s.cleanDerived(minOffset)
+}
+
+func (s *Store) cleanDerived(minOffset int64) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	for _, q := range s.cqs.Queues() {
+		if _, err := q.DeleteBelowPhy(minOffset); err != nil {
+			return err
+		}
+	}
+	_, err := s.idx.DeleteBelow(minOffset)
+	return err
+}
+
+// diskUsedPercent is the used share of the file system holding the store;
+// 0 when it cannot be known (an in-memory file system).
+func (s *Store) diskUsedPercent() int {
+	var st unix.Statfs_t
+	if err := unix.Statfs(s.cfg.Dir, &st); err != nil || st.Blocks == 0 {
+		return 0
+	}
+	if _, ok := s.fs.(interface{ OpCount() int }); ok {
+		return 0 // vfs.MemFS: the host's disk says nothing about it
+	}
+	return int(100 - st.Bavail*100/st.Blocks)
+}

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/vfs"
+)
+
+var seedFlag = flag.Int64("seed", 0, "seed for randomised tests (0: from RAFTMQ_SEED or the clock)")
+
+// testSeed returns the seed for a randomised test and logs it so a failure
+// can be replayed with -seed.
+func testSeed(t testing.TB) int64 {
+	seed := *seedFlag
+	if seed == 0 {
+		if v, err := strconv.ParseInt(os.Getenv("RAFTMQ_SEED"), 10, 64); err == nil {
+			seed = v
+		}
+	}
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed=%d)", seed, seed)
+	return seed
+}
+
+// smallConfig makes segment rolls, consume-queue rolls and index rolls
+// happen within a few hundred messages.
+func smallConfig(dir string) Config {
+	c := DefaultConfig(dir)
+	c.CommitLogFileSize = 64 << 10
+	c.ConsumeQueueFileSize = 20 * 64
+	c.IndexMaxHashSlots = 16
+	c.IndexMaxIndexes = 128
+	c.MaxMessageSize = 8 << 10
+	c.FlushInterval = time.Hour // tests flush explicitly
+	c.CleanInterval = time.Hour
+	c.UseAllocator = false
+	c.PreTouch = false
+	return c
+}
+
+func mustOpen(t testing.TB, fsys vfs.FS, cfg Config) *Store {
+	t.Helper()
+	s, err := Open(fsys, cfg)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return s
+}
+
+// testMessage builds a message whose body names it, with a key and a tag.
+func testMessage(topic string, queue int32, n int, rng *rand.Rand) commitlog.Message {
+	body := fmt.Appendf(nil, "msg-%d-", n)
+	if rng != nil {
+		extra := make([]byte, rng.Intn(600))
+		rng.Read(extra)
+		body = append(body, extra...)
+	}
+	props, err := commitlog.EncodeProperties(
+		commitlog.Property{Key: commitlog.PropertyKeys, Value: fmt.Sprintf("k%d common", n)},
+		commitlog.Property{Key: commitlog.PropertyUniqKey, Value: fmt.Sprintf("U%08d", n)},
+		commitlog.Property{Key: commitlog.PropertyTags, Value: []string{"red", "blue"}[n%2]},
+	)
+	if err != nil {
+		panic(err)
+	}
+	return commitlog.Message{Topic: topic, QueueID: queue, BornTimestamp: int64(n), Body: body, Properties: props}
+}
+
+func header(index uint64) EntryHeader {
+	return EntryHeader{RaftIndex: index, Term: 1, StoreTimestamp: 1_700_000_000_000 + int64(index)*10, StoreHost: commitlog.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 7001}}
+}

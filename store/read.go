@@ -1,0 +1,337 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/consumequeue"
+)
+
+// Read limits, as RocketMQ's getMessage.
+const (
+	maxPullMessages = 1024
+	maxPullBytes    = 128 << 20
+	maxQueryResults = 64
+)
+
+// GetMessages reads up to maxNum messages (and about maxBytes) of one queue
+// from offset, keeping those whose TAGS match tag ("" or "*" for all,
+// "a||b" for either). The status and offsets follow RocketMQ.
+func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxNum, maxBytes int, tag string) (GetResult, error) {
+	if s.closed.Load() {
+		return GetResult{}, ErrClosed
+	}
+	if maxNum <= 0 || maxNum > maxPullMessages {
+		maxNum = maxPullMessages
+	}
+	if maxBytes <= 0 || maxBytes > maxPullBytes {
+		maxBytes = maxPullBytes
+	}
+	q, res, ok := s.queueForRead(topic, queueID)
+	if !ok {
+		return res, nil
+	}
+	res.MinOffset, res.MaxOffset = q.MinOffset(), q.MaxOffset()
+	switch {
+	case res.MaxOffset == 0:
+		res.Status, res.NextOffset = NoMessageInQueue, 0
+		return res, nil
+	case offset < res.MinOffset:
+		res.Status, res.NextOffset = OffsetTooSmall, res.MinOffset
+		return res, nil
+	case offset == res.MaxOffset:
+		res.Status, res.NextOffset = OffsetOverflowOne, offset
+		return res, nil
+	case offset > res.MaxOffset:
+		res.Status, res.NextOffset = OffsetOverflowBadly, res.MaxOffset
+		return res, nil
+	}
+	return s.readQueue(q, res, offset, maxNum, maxBytes, newTagFilter(tag))
+}
+
+// queueForRead finds the consume queue; ok=false means res is the answer.
+func (s *Store) queueForRead(topic string, queueID int32) (*consumequeue.Queue, GetResult, bool) {
+	s.mu.RLock()
+	t, exists := s.meta.topics[topic]
+	s.mu.RUnlock()
+	if !exists || queueID < 0 || queueID >= t.Queues {
+		return nil, GetResult{Status: NoMatchedLogicQueue}, false
+	}
+	q := s.cqs.Get(topic, queueID)
+	if q == nil {
+		return nil, GetResult{Status: NoMessageInQueue}, false
+	}
+	return q, GetResult{}, true
+}
+
+func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, maxNum, maxBytes int, filter tagFilter) (GetResult, error) {
+	window := min(maxNum*4, maxPullMessages)
+	units, err := q.Range(offset, window, nil)
+	if err != nil {
+		return res, err
+	}
+	s.segMu.RLock()
+	defer s.segMu.RUnlock()
+	next, bytes := offset, 0
+	for _, u := range units {
+		if len(res.Messages) >= maxNum || (len(res.Messages) > 0 && bytes+int(u.Size) > maxBytes) {
+			break
+		}
+		next++
+		if !filter.matchCode(u.TagsCode) {
+			continue
+		}
+		m, err := s.readMessage(u.PhyOffset)
+		if errors.Is(err, commitlog.ErrOutOfRange) {
+			continue // removed by retention meanwhile
+		}
+		if err != nil {
+			return res, err
+		}
+		if tags, _ := m.Property(commitlog.PropertyTags); !filter.matchTags(tags) {
+			continue
+		}
+		bytes += int(u.Size)
+		res.Messages = append(res.Messages, m)
+	}
+	res.NextOffset = next
+	res.Status = Found
+	if len(res.Messages) == 0 {
+		res.Status = NoMatchedMessage
+	}
+	return res, nil
+}
+
+// readMessage copies the record at phy out of the mapping (segMu held).
+func (s *Store) readMessage(phy int64) (Message, error) {
+	if phy >= s.ConfirmOffset() {
+		return Message{}, fmt.Errorf("%w: %d is beyond the applied log", ErrBadOffset, phy)
+	}
+	r, err := s.log.ReadRecord(phy)
+	if err != nil {
+		return Message{}, err
+	}
+	return Message{
+		Topic: string(r.Topic), QueueID: r.QueueID, QueueOffset: r.QueueOffset, PhysicalOffset: r.PhysicalOffset,
+		Size: r.Size, Flag: r.Flag, SysFlag: r.SysFlag, BornTimestamp: r.BornTimestamp, BornHost: r.BornHost,
+		StoreTimestamp: r.StoreTimestamp, StoreHost: r.StoreHost, ReconsumeTimes: r.ReconsumeTimes,
+		PreparedTxOffset: r.PreparedTxOffset, BodyCRC: r.BodyCRC,
+		Body: append([]byte(nil), r.Body...), Properties: append([]byte(nil), r.Properties...),
+	}, nil
+}
+
+type tagFilter struct {
+	tags  []string
+	codes []int64
+}
+
+func newTagFilter(expr string) tagFilter {
+	var f tagFilter
+	expr = strings.TrimSpace(expr)
+	if expr == "" || expr == "*" {
+		return f
+	}
+	for _, t := range strings.Split(expr, "||") {
+		if t = strings.TrimSpace(t); t != "" {
+			f.tags = append(f.tags, t)
+			f.codes = append(f.codes, commitlog.TagsCode(t))
+		}
+	}
+	return f
+}
+
+func (f tagFilter) matchCode(code int64) bool {
+	if len(f.codes) == 0 {
+		return true
+	}
+	for _, c := range f.codes {
+		if c == code {
+			return true
+		}
+	}
+	return false
+}
+
+func (f tagFilter) matchTags(tags string) bool {
+	if len(f.tags) == 0 {
+		return true
+	}
+	for _, t := range f.tags {
+		if t == tags {
+			return true
+		}
+	}
+	return false
+}
+
+// WaitMessage blocks until the queue's max offset exceeds offset, the store
+// closes, or ctx ends.
+func (s *Store) WaitMessage(ctx context.Context, topic string, queueID int32, offset int64) error {
+	k := queueKey{topic, queueID}
+	for {
+		ch := s.notify.channel(k)
+		if s.closed.Load() {
+			return ErrClosed
+		}
+		if max, err := s.MaxOffset(topic, queueID); err == nil && max > offset {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// MinOffset of a queue (ErrNoSuchTopic / ErrBadQueue for unknown queues).
+func (s *Store) MinOffset(topic string, queueID int32) (int64, error) {
+	q, err := s.queue(topic, queueID)
+	if q == nil || err != nil {
+		return 0, err
+	}
+	return q.MinOffset(), nil
+}
+
+// MaxOffset of a queue: the next queue offset to be written.
+func (s *Store) MaxOffset(topic string, queueID int32) (int64, error) {
+	q, err := s.queue(topic, queueID)
+	if q == nil || err != nil {
+		return 0, err
+	}
+	return q.MaxOffset(), nil
+}
+
+func (s *Store) queue(topic string, queueID int32) (*consumequeue.Queue, error) {
+	s.mu.RLock()
+	t, ok := s.meta.topics[topic]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNoSuchTopic, topic)
+	}
+	if queueID < 0 || queueID >= t.Queues {
+		return nil, fmt.Errorf("%w: queue %d of %q (it has %d)", ErrBadQueue, queueID, topic, t.Queues)
+	}
+	return s.cqs.Get(topic, queueID), nil
+}
+
+// OffsetByTime: upper=false is RocketMQ's LOWER boundary, true UPPER.
+func (s *Store) OffsetByTime(topic string, queueID int32, ts int64, upper bool) (int64, error) {
+	q, err := s.queue(topic, queueID)
+	if q == nil || err != nil {
+		return 0, err
+	}
+	return q.OffsetByTime(ts, upper, func(phy int64) (int64, error) {
+		s.segMu.RLock()
+		defer s.segMu.RUnlock()
+		return s.log.StoreTimestampAt(phy)
+	})
+}
+
+// LookupByOffset reads the message at a physical offset.
+func (s *Store) LookupByOffset(phy int64) (Message, error) {
+	if phy < 0 {
+		return Message{}, fmt.Errorf("%w: %d", ErrBadOffset, phy)
+	}
+	s.segMu.RLock()
+	defer s.segMu.RUnlock()
+	m, err := s.readMessage(phy)
+	if err != nil {
+		return Message{}, fmt.Errorf("%w: no message at offset %d: %w", ErrNotFound, phy, err)
+	}
+	return m, nil
+}
+
+// LookupByMsgID finds a message by its offset msg id (32 hex characters) or
+// by its UNIQ_KEY through the index.
+func (s *Store) LookupByMsgID(topic, msgID string) ([]Message, error) {
+	if _, phy, err := commitlog.ParseOffsetMsgID(msgID); err == nil {
+		if m, err := s.LookupByOffset(phy); err == nil && (topic == "" || m.Topic == topic) {
+			return []Message{m}, nil
+		}
+	}
+	if topic == "" {
+		return nil, fmt.Errorf("%w: a topic is needed to look up %q by UNIQ_KEY", ErrBadTopic, msgID)
+	}
+	return s.queryIndex(topic, msgID, maxQueryResults, 0, 1<<62, func(m *Message) bool {
+		v, _ := m.Property(commitlog.PropertyUniqKey)
+		return v == msgID
+	})
+}
+
+// QueryByKey finds messages of topic whose KEYS or UNIQ_KEY hold key and
+// whose store time is in [begin, end], newest first.
+func (s *Store) QueryByKey(topic, key string, max int, begin, end int64) ([]Message, error) {
+	if err := ValidateTopicName(topic); err != nil {
+		return nil, err
+	}
+	if key == "" {
+		return nil, fmt.Errorf("%w: empty key", ErrNotFound)
+	}
+	return s.queryIndex(topic, key, max, begin, end, func(m *Message) bool {
+		keys, _ := m.Property(commitlog.PropertyKeys)
+		uniq, _ := m.Property(commitlog.PropertyUniqKey)
+		for _, k := range splitKeys(keys) {
+			if k == key {
+				return true
+			}
+		}
+		return uniq == key
+	})
+}
+
+func (s *Store) queryIndex(topic, key string, max int, begin, end int64, match func(*Message) bool) ([]Message, error) {
+	if max <= 0 || max > maxQueryResults {
+		max = maxQueryResults
+	}
+	offsets, err := s.idx.Query(topic, key, max*4, begin, end)
+	if err != nil {
+		return nil, err
+	}
+	var out []Message
+	s.segMu.RLock()
+	defer s.segMu.RUnlock()
+	for _, phy := range offsets {
+		m, err := s.readMessage(phy)
+		if err != nil || m.Topic != topic || !match(&m) || m.StoreTimestamp < begin || m.StoreTimestamp > end {
+			continue
+		}
+		out = append(out, m)
+		if len(out) == max {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Topics lists topic configurations sorted by name.
+func (s *Store) Topics() []TopicConfig {
+	s.mu.RLock()
+	out := make([]TopicConfig, 0, len(s.meta.topics))
+	for _, t := range s.meta.topics {
+		out = append(out, t)
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Topic returns one topic's configuration.
+func (s *Store) Topic(name string) (TopicConfig, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.meta.topics[name]
+	return t, ok
+}
+
+// ConsumerOffset is the offset a group committed for a queue.
+func (s *Store) ConsumerOffset(group, topic string, queueID int32) (int64, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	off, ok := s.meta.offsets[offsetKey{group, queueKey{topic, queueID}}]
+	return off, ok
+}

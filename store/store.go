@@ -1,0 +1,326 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/consumequeue"
+	"github.com/raftmq/raftmq/index"
+	"github.com/raftmq/raftmq/mmap"
+	"github.com/raftmq/raftmq/recovery"
+	"github.com/raftmq/raftmq/vfs"
+)
+
+// Directory names inside Config.Dir.
+// segmentRange is a commitlog segment captured for a flush.
+type segmentRange struct {
+	file  mmap.File
+	start int64
+}
+
+const (
+	commitLogDir    = "commitlog"
+	consumeQueueDir = "consumequeue"
+	indexDir        = "index"
+)
+
+// entryMark is the last applied entry: the store reflects every Raft entry up
+// to and including RaftIndex, and its commitlog ends at End.
+type entryMark struct {
+	Offset         int64 // start of the entry (-1: none)
+	End            int64
+	RaftIndex      uint64
+	Term           uint64
+	StoreTimestamp int64
+}
+
+// Store is the single-node message store driven by the Raft FSM. One
+// goroutine (the FSM) writes; any number read. It owns one background
+// goroutine (flush and retention) that Close stops.
+type Store struct {
+	cfg    Config
+	fs     vfs.FS
+	logger hclog.Logger
+
+	// writeMu serialises every mutation: appends, commands, flush
+	// bookkeeping, retention deletes.
+	writeMu sync.Mutex
+	// segMu: readers of mapped commitlog bytes hold it shared; deleting or
+	// unmapping segments holds it exclusively.
+	segMu sync.RWMutex
+	log   *commitlog.Log
+	cqs   *consumequeue.Store
+	idx   *index.Service
+	alloc *mmap.Allocator
+
+	// mu guards meta and applied for readers.
+	mu      sync.RWMutex
+	meta    *meta
+	applied entryMark
+
+	notify *notifier
+
+	flushMu          sync.Mutex   // one flush at a time
+	ckptWritten      bool         // a checkpoint was written by this process (flushMu)
+	flushedOffset    atomic.Int64 // commitlog durable up to here
+	ckptOffset       atomic.Int64 // confirmOffset of the last checkpoint written
+	closed           atomic.Bool
+	counters         counters
+	plan             recovery.Plan
+	recoveryDuration time.Duration
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+type counters struct {
+	messages, bytes, entries, flushes, segmentsDeleted atomic.Uint64
+	lastFlushNanos                                     atomic.Int64
+}
+
+// Open recovers the store in cfg.Dir (creating it if needed) and starts its
+// flush and clean service. Recovery always completes before Open returns.
+func Open(fsys vfs.FS, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := prepareDir(fsys, cfg.Dir); err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, fs: fsys, logger: cfg.Logger.Named("store"), notify: newNotifier(), stop: make(chan struct{})}
+	if err := s.open(); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	if err := recovery.CreateAbort(fsys, cfg.Dir, os.Getpid()); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.serviceLoop()
+	return s, nil
+}
+
+// prepareDir creates dir and undoes a snapshot install that did not finish.
+func prepareDir(fsys vfs.FS, dir string) error {
+	if _, err := fsys.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if _, oldErr := fsys.Stat(dir + ".old"); oldErr == nil {
+			if err := fsys.Rename(dir+".old", dir); err != nil {
+				return err
+			}
+		}
+	}
+	if err := fsys.RemoveAll(dir + ".staging"); err != nil {
+		return err
+	}
+	return fsys.MkdirAll(dir, 0o755)
+}
+
+func (s *Store) open() error {
+	abort, err := recovery.AbortExists(s.fs, s.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	ckpt, err := recovery.ReadCheckpoint(s.fs, s.cfg.Dir)
+	var ckptPtr *recovery.Checkpoint
+	switch {
+	case err == nil:
+		ckptPtr = &ckpt
+	case errors.Is(err, recovery.ErrNoCheckpoint):
+	default:
+		return err
+	}
+	if err := s.openFiles(); err != nil {
+		return err
+	}
+	plan, err := recovery.Compute(s.log, ckptPtr, abort, s.logger)
+	if err != nil {
+		return err
+	}
+	s.plan = plan
+	return s.apply(plan)
+}
+
+func (s *Store) openFiles() error {
+	var err error
+	if s.cfg.UseAllocator {
+		s.alloc = mmap.NewAllocator(s.fs, mmap.AllocatorOptions{PreTouch: s.cfg.PreTouch, Logger: s.logger.Named("allocator")})
+	}
+	s.log, err = commitlog.Open(s.fs, commitlog.Config{
+		Dir: filepath.Join(s.cfg.Dir, commitLogDir), FileSize: s.cfg.CommitLogFileSize,
+		Allocator: s.alloc, PreTouch: s.cfg.PreTouch, Logger: s.logger.Named("commitlog"),
+	})
+	if err != nil {
+		return err
+	}
+	s.cqs, err = consumequeue.Open(s.fs, consumequeue.Config{
+		Dir: filepath.Join(s.cfg.Dir, consumeQueueDir), FileSize: s.cfg.ConsumeQueueFileSize, Logger: s.logger.Named("consumequeue"),
+	})
+	if err != nil {
+		return err
+	}
+	s.idx, err = index.Open(s.fs, index.Config{
+		Dir: filepath.Join(s.cfg.Dir, indexDir), MaxHashSlots: s.cfg.IndexMaxHashSlots, MaxIndexes: s.cfg.IndexMaxIndexes, Logger: s.logger.Named("index"),
+	})
+	return err
+}
+
+// apply carries out a recovery plan: cut everything above confirmOffset,
+// rebuild meta, redispatch the tail, repair lagging queues, checkpoint.
+func (s *Store) apply(p recovery.Plan) error {
+	started := time.Now()
+	if err := s.log.TruncateDirty(p.ConfirmOffset); err != nil {
+		return fmt.Errorf("store: truncate commitlog at %d: %w", p.ConfirmOffset, err)
+	}
+	for _, q := range s.cqs.Queues() {
+		if err := q.TruncateAtPhy(p.ConfirmOffset); err != nil {
+			return fmt.Errorf("store: truncate consume queue %s/%d: %w", q.Topic(), q.QueueID(), err)
+		}
+	}
+	if err := s.recoverIndex(p); err != nil {
+		return err
+	}
+	m, err := decodeMeta(p.Checkpoint.Meta)
+	if err != nil {
+		return &recovery.Error{File: recovery.CheckpointName, Reason: "meta: " + err.Error(), Err: recovery.ErrCheckpointCorrupt}
+	}
+	s.meta = m
+	s.applied = entryMark{Offset: p.Last.Offset, End: p.ConfirmOffset, RaftIndex: p.Last.RaftIndex, Term: p.Last.Term, StoreTimestamp: p.Last.StoreTimestamp}
+	if err := s.redispatch(p.ScanFrom, p.ConfirmOffset, replayScope{}); err != nil {
+		return err
+	}
+	rebuilt, err := s.rebuildIfMarked(p.ScanFrom)
+	if err != nil {
+		return err
+	}
+	if err := s.repairLaggingQueues(p.ScanFrom); err != nil {
+		return err
+	}
+	s.flushedOffset.Store(p.ScanFrom)
+	s.ckptOffset.Store(p.Checkpoint.ConfirmOffset)
+	s.logger.Info("recovered", "mode", p.Mode.String(), "confirmOffset", p.ConfirmOffset, "appliedIndex", p.Last.RaftIndex,
+		"tail", p.Tail.String(), "entriesVerified", p.Entries, "scanMB/s", mbPerSec(p.Bytes, p.Duration), "duration", time.Since(started)+p.Duration)
+	s.recoveryDuration = time.Since(started) + p.Duration
+	if err := s.flush(); err != nil {
+		return err
+	}
+	if rebuilt {
+		return s.fs.Remove(filepath.Join(s.cfg.Dir, rebuildMarker))
+	}
+	return nil
+}
+
+// recoverIndex cuts the index back to what the checkpoint proves durable
+// (abnormal exit: the newest file may hold slots pointing at lost entries),
+// or to confirmOffset after a clean exit.
+func (s *Store) recoverIndex(p recovery.Plan) error {
+	if p.Mode == recovery.Abnormal || !p.HasCheckpoint {
+		var st index.State
+		if p.HasCheckpoint {
+			st = indexState(p.Checkpoint.Index)
+		}
+		if err := s.idx.RecoverTo(st); err != nil {
+			return fmt.Errorf("store: recover index: %w", err)
+		}
+	}
+	return s.idx.TruncateAbove(p.ConfirmOffset)
+}
+
+func indexState(c recovery.IndexState) index.State {
+	return index.State{File: c.File, IndexCount: c.IndexCount, SlotCount: c.SlotCount, EndPhyOffset: c.EndPhyOffset, EndTimestamp: c.EndTimestamp}
+}
+
+func mbPerSec(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds() / 1e6
+}
+
+// Close stops the services, flushes everything, writes the final checkpoint
+// and removes the abort file: the next Open runs normal recovery.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return ErrClosed
+	}
+	close(s.stop)
+	s.wg.Wait()
+	s.notify.closeAll()
+	err := s.flush()
+	if err == nil {
+		err = recovery.RemoveAbort(s.fs, s.cfg.Dir)
+	}
+	if cerr := s.closeFiles(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (s *Store) closeFiles() error {
+	var errs []error
+	s.segMu.Lock()
+	defer s.segMu.Unlock()
+	if s.idx != nil {
+		s.idx.Close()
+	}
+	if s.cqs != nil {
+		s.cqs.Close()
+	}
+	if s.log != nil {
+		errs = append(errs, s.log.Close())
+	}
+	if s.alloc != nil {
+		errs = append(errs, s.alloc.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Applied is the Raft index and term of the last applied entry.
+func (s *Store) Applied() (index, term uint64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.applied.RaftIndex, s.applied.Term
+}
+
+// LastStoreTimestamp is the store time of the last applied entry; the FSM
+// keeps store timestamps monotonic from it.
+func (s *Store) LastStoreTimestamp() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.applied.StoreTimestamp
+}
+
+// ConfirmOffset is the end of the last applied entry.
+func (s *Store) ConfirmOffset() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.applied.End
+}
+
+// RecoveryPlan is what the last Open decided (tests and diagnostics).
+func (s *Store) RecoveryPlan() recovery.Plan { return s.plan }
+
+// Stats is a point-in-time view for metrics.
+func (s *Store) Stats() Stats {
+	s.mu.RLock()
+	applied := s.applied
+	topics := len(s.meta.topics)
+	queues := len(s.meta.queues)
+	s.mu.RUnlock()
+	return Stats{
+		MinOffset: s.log.MinOffset(), MaxOffset: applied.End, ConfirmOffset: applied.End,
+		FlushedOffset: s.flushedOffset.Load(), CheckpointOffset: s.ckptOffset.Load(),
+		AppliedIndex: applied.RaftIndex, AppliedTerm: applied.Term,
+		Messages: s.counters.messages.Load(), Bytes: s.counters.bytes.Load(), Entries: s.counters.entries.Load(),
+		Flushes: s.counters.flushes.Load(), LastFlushDuration: time.Duration(s.counters.lastFlushNanos.Load()),
+		RecoveryDuration: s.recoveryDuration, RecoveryMode: s.plan.Mode.String(),
+		Topics: topics, Queues: queues, SegmentsDeleted: s.counters.segmentsDeleted.Load(),
+	}
+}

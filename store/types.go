@@ -1,0 +1,134 @@
+package store
+
+import (
+	"time"
+
+	"github.com/raftmq/raftmq/commitlog"
+)
+
+// EntryHeader carries what the Raft entry fixes for every byte it produces.
+type EntryHeader struct {
+	RaftIndex      uint64
+	Term           uint64
+	StoreTimestamp int64 // chosen by the leader, made monotonic by the FSM
+	StoreHost      commitlog.HostPort
+}
+
+// PutResult is the per-message outcome of AppendMessages.
+type PutResult struct {
+	Topic          string
+	QueueID        int32
+	QueueOffset    int64
+	PhysicalOffset int64
+	Size           int32
+	MsgID          string // UNIQ_KEY property if present, else the offset msg id
+	OffsetMsgID    string // hex(store host + physical offset), 32 chars
+	StoreTimestamp int64
+	Err            error // deterministic per-message failure (nothing written for it)
+}
+
+// GetStatus mirrors RocketMQ's GetMessageStatus.
+type GetStatus int
+
+const (
+	Found GetStatus = iota
+	NoMatchedMessage
+	OffsetTooSmall
+	OffsetOverflowOne
+	OffsetOverflowBadly
+	NoMatchedLogicQueue
+	NoMessageInQueue
+)
+
+var statusNames = [...]string{"FOUND", "NO_MATCHED_MESSAGE", "OFFSET_TOO_SMALL", "OFFSET_OVERFLOW_ONE",
+	"OFFSET_OVERFLOW_BADLY", "NO_MATCHED_LOGIC_QUEUE", "NO_MESSAGE_IN_QUEUE"}
+
+func (s GetStatus) String() string {
+	if s < 0 || int(s) >= len(statusNames) {
+		return "UNKNOWN"
+	}
+	return statusNames[s]
+}
+
+// GetResult is the answer to GetMessages.
+type GetResult struct {
+	Status     GetStatus
+	NextOffset int64
+	MinOffset  int64
+	MaxOffset  int64
+	Messages   []Message
+}
+
+// Message is a stored message as read back (bytes copied out of the mapping).
+type Message struct {
+	Topic            string
+	QueueID          int32
+	QueueOffset      int64
+	PhysicalOffset   int64
+	Size             int32
+	Flag             int32
+	SysFlag          int32
+	BornTimestamp    int64
+	BornHost         commitlog.HostPort
+	StoreTimestamp   int64
+	StoreHost        commitlog.HostPort
+	ReconsumeTimes   int32
+	PreparedTxOffset int64
+	BodyCRC          uint32
+	Body             []byte
+	Properties       []byte
+}
+
+// Property returns a property of the message.
+func (m *Message) Property(key string) (string, bool) {
+	v, ok := commitlog.GetProperty(m.Properties, key)
+	return string(v), ok
+}
+
+// TopicConfig is a topic's replicated configuration.
+type TopicConfig struct {
+	Name   string
+	Queues int32
+	Perm   int32
+}
+
+// OffsetCommit is one consumer-group offset to store.
+type OffsetCommit struct {
+	Group   string
+	Topic   string
+	QueueID int32
+	Offset  int64
+}
+
+// Stats is a point-in-time view for metrics.
+type Stats struct {
+	MinOffset, MaxOffset, ConfirmOffset, FlushedOffset int64
+	AppliedIndex, AppliedTerm                          uint64
+	CheckpointOffset                                   int64
+	Messages, Bytes, Entries                           uint64
+	Flushes                                            uint64
+	LastFlushDuration                                  time.Duration
+	RecoveryDuration                                   time.Duration
+	RecoveryMode                                       string // "fresh", "normal" or "abnormal"
+	Topics, Queues                                     int
+	SegmentsDeleted                                    uint64
+}
+
+// Snapshot is the O(1) capture the FSM takes on its goroutine: everything a
+// follower needs besides the commitlog bytes in [MinOffset, ConfirmOffset).
+type Snapshot struct {
+	AppliedIndex    uint64
+	AppliedTerm     uint64
+	ConfirmOffset   int64
+	MinOffset       int64
+	LastEntryOffset int64 // start of the entry ending at ConfirmOffset (-1: none)
+	StoreTimestamp  int64 // store time of that entry
+	Meta            []byte
+}
+
+// SegmentFile is one commitlog segment as a snapshot refers to it.
+type SegmentFile struct {
+	Path  string // path of the live segment
+	Start int64
+	Size  int64 // the segment's file size
+}
