@@ -8,7 +8,8 @@ import (
 )
 
 // Recover rebuilds the queue's watermarks from its files, as RocketMQ's
-// ConsumeQueue.recover: scan the units from the third-last file on; the first
+// ConsumeQueue.recover: scan the units from the third-last file on (or from
+// an earlier one if that file does not start with a real unit); the first
 // invalid unit (size <= 0, negative offset, all zero, a filler after a real
 // unit, or a unit starting before the previous one ends) ends the queue.
 // Everything after it is cut (later files deleted, the rest of its file
@@ -24,7 +25,7 @@ func (q *Queue) Recover() error {
 		q.minOffset, q.maxOffset, q.maxPhy = 0, 0, 0
 		return nil
 	}
-	k := max(0, len(segs)-3)
+	k := scanStart(segs)
 	end, st := scanSegments(segs[k:], scanState{fillersOK: k == 0})
 	if err := q.mq.TruncateDirty(end); err != nil {
 		return fmt.Errorf("consumequeue: %s-%d: truncate dirty tail at %d: %w", q.topic, q.id, end, err)
@@ -37,6 +38,20 @@ func (q *Queue) Recover() error {
 			"min", q.minOffset, "max", q.maxOffset, "maxPhy", q.maxPhy)
 	}
 	return nil
+}
+
+// scanStart is the file recovery scans from: the third-last, or the last
+// file before it whose first unit is a real one. (Files created but never
+// written, e.g. left by a crash, would otherwise count as full.)
+func scanStart(segs []mmap.Segment) int {
+	k := max(0, len(segs)-3)
+	for k > 0 {
+		if u := decodeUnit(segs[k].File.Bytes()); u.Valid() && !u.IsFiller() {
+			break
+		}
+		k--
+	}
+	return k
 }
 
 // scanSegments scans units across segs and returns the byte offset where the
