@@ -16,6 +16,9 @@ func (s *Store) ValidateMessage(m *commitlog.Message) error {
 	if len(m.Properties) > commitlog.MaxPropertiesLen {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrPropsTooLarge, len(m.Properties), commitlog.MaxPropertiesLen)
 	}
+	if size := int64(commitlog.MessageSize(m)) + commitlog.FrameSize; size > s.maxEntrySize() {
+		return fmt.Errorf("%w: record of %d bytes does not fit a %d-byte segment", ErrMessageTooLarge, size, s.cfg.CommitLogFileSize)
+	}
 	if err := ValidateTopicName(m.Topic); err != nil {
 		return err
 	}
@@ -73,10 +76,16 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []commitlog.Message, results 
 	accepted := make([]commitlog.Message, 0, len(msgs))
 	queueOffsets := make([]int64, 0, len(msgs))
 	next := map[queueKey]int64{}
+	entrySize := int64(commitlog.FrameSize)
 	for i := range msgs {
 		m := &msgs[i]
 		res := PutResult{Topic: m.Topic, QueueID: m.QueueID, StoreTimestamp: h.StoreTimestamp}
-		if res.Err = s.validateForApply(m); res.Err == nil {
+		res.Err = s.validateForApply(m)
+		if res.Err == nil && entrySize+int64(commitlog.MessageSize(m)) > s.maxEntrySize() {
+			res.Err = fmt.Errorf("%w: the entry would exceed a commitlog segment", ErrMessageTooLarge)
+		}
+		if res.Err == nil {
+			entrySize += int64(commitlog.MessageSize(m))
 			k := queueKey{m.Topic, m.QueueID}
 			off, ok := next[k]
 			if !ok {
@@ -110,6 +119,11 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []commitlog.Message, results 
 	}
 	s.finishEntry(h, start, s.log.WriteOffset(), uint64(len(accepted)))
 	return results, nil
+}
+
+// maxEntrySize is the largest entry a segment takes (it ends with a blank).
+func (s *Store) maxEntrySize() int64 {
+	return s.cfg.CommitLogFileSize - commitlog.BlankSize
 }
 
 // validateForApply is ValidateMessage without the topic lock (writeMu held).

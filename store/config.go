@@ -67,15 +67,15 @@ func (c Config) Validate() error {
 	switch {
 	case c.Dir == "":
 		return bad("Dir is empty")
-	case c.CommitLogFileSize < 64<<10 || c.CommitLogFileSize%4096 != 0:
-		return bad("CommitLogFileSize %d must be a multiple of 4096 and at least 64 KiB", c.CommitLogFileSize)
+	case c.CommitLogFileSize < 8<<10 || c.CommitLogFileSize%4096 != 0:
+		return bad("CommitLogFileSize %d must be a multiple of 4096 and at least 8 KiB", c.CommitLogFileSize)
 	case c.ConsumeQueueFileSize <= 0 || c.ConsumeQueueFileSize%20 != 0:
 		return bad("ConsumeQueueFileSize %d must be a positive multiple of 20", c.ConsumeQueueFileSize)
 	case c.IndexMaxHashSlots <= 0 || c.IndexMaxIndexes <= 1:
 		return bad("IndexMaxHashSlots %d and IndexMaxIndexes %d must be positive", c.IndexMaxHashSlots, c.IndexMaxIndexes)
 	case c.MaxMessageSize <= 0 || c.MaxMessageSize > 4<<20:
 		return bad("MaxMessageSize %d must be in (0, 4 MiB]", c.MaxMessageSize)
-	case int64(c.MaxMessageSize)+commitlog.MaxPropertiesLen+1024 > c.CommitLogFileSize-commitlog.BlankSize:
+	case int64(c.MaxMessageSize)+4096 > c.CommitLogFileSize-commitlog.BlankSize:
 		return bad("CommitLogFileSize %d is too small for MaxMessageSize %d", c.CommitLogFileSize, c.MaxMessageSize)
 	case c.DefaultQueues <= 0 || c.MaxQueues < c.DefaultQueues:
 		return bad("DefaultQueues %d must be positive and at most MaxQueues %d", c.DefaultQueues, c.MaxQueues)

@@ -1,0 +1,273 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/vfs"
+)
+
+// The crash tests run a scripted workload (appends across segment rolls,
+// consume-queue and index rolls, commands, flushes and checkpoints,
+// retention deletes) on vfs.MemFS, crash it at mutating operation k with
+// unsynced bytes dropped, kept or torn, reopen the clone and check that the
+// store is exactly a prefix of what was applied, no shorter than the last
+// durable checkpoint, with consume queues and index agreeing with it.
+
+type appliedMsg struct {
+	topic   string
+	queue   int32
+	offset  int64
+	phy     int64
+	body    []byte
+	key     string
+	entry   uint64
+	deleted bool // its segment may have been removed by retention
+}
+
+type workloadModel struct {
+	msgs        []appliedMsg
+	applied     uint64 // last entry applied without error
+	durable     uint64 // applied index of the last checkpoint that completed
+	minOffset   int64
+	offsets     map[string]int64 // consumer offsets "group/topic/queue" at each entry
+	offsetIndex map[string]uint64
+}
+
+const workloadEntries = 160
+
+// runWorkload applies entries 1..workloadEntries (or stops at the first error:
+// the crash) and records what was applied.
+func runWorkload(s *Store, seed int64, m *workloadModel, from uint64) error {
+	rng := rand.New(rand.NewSource(seed))
+	for i := uint64(1); i <= workloadEntries; i++ {
+		msgs := workloadEntry(rng, i)
+		if i < from {
+			continue // already applied before the crash
+		}
+		if err := applyWorkloadEntry(s, i, msgs, m); err != nil {
+			return err
+		}
+		m.applied = i
+		if i%7 == 0 {
+			if err := s.Flush(); err != nil {
+				return err
+			}
+			m.durable, _ = s.Applied()
+		}
+		if i%45 == 0 {
+			if err := s.clean(); err != nil {
+				return err
+			}
+			m.minOffset = s.log.MinOffset()
+		}
+	}
+	return nil
+}
+
+// workloadEntry draws entry i's content; it consumes rng identically whether
+// or not the entry is applied, so replays see the same entries.
+func workloadEntry(rng *rand.Rand, i uint64) []commitlog.Message {
+	if i%23 == 0 || i%31 == 0 {
+		rng.Intn(2)
+		return nil // a command entry
+	}
+	n := 1 + rng.Intn(5)
+	msgs := make([]commitlog.Message, n)
+	for j := range msgs {
+		topic := []string{"alpha", "beta"}[rng.Intn(2)]
+		msgs[j] = testMessage(topic, int32(rng.Intn(4)), int(i)*10+j, rng)
+	}
+	return msgs
+}
+
+func applyWorkloadEntry(s *Store, i uint64, msgs []commitlog.Message, m *workloadModel) error {
+	h := header(i)
+	switch {
+	case i%23 == 0:
+		err := s.CreateTopic(h, TopicConfig{Name: fmt.Sprintf("t%d", i), Queues: 2})
+		return err
+	case i%31 == 0:
+		err := s.CommitOffsets(h, []OffsetCommit{{Group: "g", Topic: "alpha", QueueID: 0, Offset: int64(i)}})
+		if errors.Is(err, ErrNoSuchTopic) {
+			return s.MarkApplied(h)
+		}
+		if err == nil {
+			m.offsetIndex["g/alpha/0"] = i
+		}
+		return err
+	}
+	res, err := s.AppendMessages(h, msgs, nil)
+	if err != nil {
+		return err
+	}
+	for j, r := range res {
+		if r.Err != nil {
+			return fmt.Errorf("entry %d message %d: %w", i, j, r.Err)
+		}
+		m.msgs = append(m.msgs, appliedMsg{topic: r.Topic, queue: r.QueueID, offset: r.QueueOffset, phy: r.PhysicalOffset,
+			body: msgs[j].Body, key: fmt.Sprintf("k%d", int(i)*10+j), entry: i})
+	}
+	return nil
+}
+
+func newModel() *workloadModel {
+	return &workloadModel{offsets: map[string]int64{}, offsetIndex: map[string]uint64{}}
+}
+
+// checkRecovered verifies s against the model: exactly the entries up to
+// s.Applied(), no fewer than the durable checkpoint's.
+func checkRecovered(t *testing.T, s *Store, m *workloadModel, label string) {
+	t.Helper()
+	applied, _ := s.Applied()
+	if applied < m.durable || applied > m.applied {
+		t.Fatalf("%s: applied %d, want within [durable %d, applied %d]", label, applied, m.durable, m.applied)
+	}
+	want := map[queueKey]int64{}
+	for _, msg := range m.msgs {
+		if msg.entry > applied {
+			continue
+		}
+		k := queueKey{msg.topic, msg.queue}
+		want[k] = max(want[k], msg.offset+1)
+		if msg.phy < s.log.MinOffset() {
+			continue // removed by retention
+		}
+		r, err := s.GetMessages(msg.topic, msg.queue, msg.offset, 1, 0, "")
+		if err != nil || r.Status != Found || len(r.Messages) != 1 {
+			t.Fatalf("%s: message %s/%d@%d (entry %d): %v %v", label, msg.topic, msg.queue, msg.offset, msg.entry, err, r.Status)
+		}
+		got := r.Messages[0]
+		if got.PhysicalOffset != msg.phy || !bytes.Equal(got.Body, msg.body) {
+			t.Fatalf("%s: message %s/%d@%d differs: phy %d want %d", label, msg.topic, msg.queue, msg.offset, got.PhysicalOffset, msg.phy)
+		}
+		keys, err := s.QueryByKey(msg.topic, msg.key, 4, 0, 1<<62)
+		if err != nil || len(keys) != 1 || keys[0].PhysicalOffset != msg.phy {
+			t.Fatalf("%s: key %s of entry %d not found by the index (%v, %d hits)", label, msg.key, msg.entry, err, len(keys))
+		}
+	}
+	for k, n := range want {
+		if got, _ := s.MaxOffset(k.topic, k.queue); got != n {
+			t.Fatalf("%s: queue %s/%d max offset %d, want %d", label, k.topic, k.queue, got, n)
+		}
+	}
+	for _, topic := range []string{"alpha", "beta"} {
+		for q := int32(0); q < 4; q++ {
+			if _, ok := want[queueKey{topic, q}]; !ok {
+				if got, _ := s.MaxOffset(topic, q); got != 0 {
+					t.Fatalf("%s: queue %s/%d has %d messages, want none", label, topic, q, got)
+				}
+			}
+		}
+	}
+	if i, ok := m.offsetIndex["g/alpha/0"]; ok && i <= applied {
+		if off, ok := s.ConsumerOffset("g", "alpha", 0); !ok || uint64(off) > applied {
+			t.Fatalf("%s: consumer offset %d %v", label, off, ok)
+		}
+	}
+}
+
+func crashConfig() Config {
+	c := smallConfig("/data/store")
+	c.CommitLogFileSize = 16 << 10
+	c.MaxMessageSize = 2 << 10
+	return c
+}
+
+func TestCrashAtEveryWrite(t *testing.T) {
+	seed := testSeed(t)
+	cfg := crashConfig()
+	// A clean run tells how many mutating operations the workload makes.
+	ref := vfs.NewMem()
+	s := mustOpen(t, ref, cfg)
+	start := ref.OpCount()
+	model := newModel()
+	if err := runWorkload(s, seed, model, 1); err != nil {
+		t.Fatalf("clean run: %v", err)
+	}
+	total := ref.OpCount() - start
+	s.Close()
+	rng := rand.New(rand.NewSource(seed))
+	points := crashPoints(rng, total, 2000)
+	t.Logf("workload makes %d mutating operations; crashing at %d of them", total, len(points))
+	modes := []vfs.CrashOptions{{Mode: vfs.DropUnsynced}, {Mode: vfs.KeepUnsynced}, {Mode: vfs.TearUnsynced}, {Mode: vfs.TearUnsynced, Reorder: true}}
+	tally := map[string]int{}
+	for i, k := range points {
+		for _, m := range []int{i, i + 2} {
+			opts := modes[m%len(modes)]
+			opts.Rand = rand.New(rand.NewSource(seed + int64(k)))
+			crashOnce(t, seed, cfg, k, opts, tally)
+			if t.Failed() {
+				t.Fatalf("failed at crash point k=%d mode=%v reorder=%v seed=%d", k, opts.Mode, opts.Reorder, seed)
+			}
+		}
+	}
+	t.Logf("outcomes: %v", tally)
+	if tally["mode=abnormal"] == 0 || tally["lost-unflushed-entries"] == 0 || tally["tail=torn"]+tally["tail=corrupt"] == 0 {
+		t.Fatalf("the crash points never exercised abnormal recovery with a cut tail: %v", tally)
+	}
+}
+
+func crashPoints(rng *rand.Rand, total, sample int) []int {
+	if total <= sample {
+		out := make([]int, total)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	return rng.Perm(total)[:sample]
+}
+
+func crashOnce(t *testing.T, seed int64, cfg Config, k int, opts vfs.CrashOptions, tally map[string]int) {
+	fsys := vfs.NewMem()
+	s := mustOpen(t, fsys, cfg)
+	fsys.CrashAt(k, opts)
+	model := newModel()
+	err := runWorkload(s, seed, model, 1)
+	clone, crashed := fsys.Crashed()
+	if !crashed {
+		if err != nil {
+			t.Fatalf("k=%d: workload failed without a crash: %v", k, err)
+		}
+		s.Close()
+		return
+	}
+	label := fmt.Sprintf("k=%d %v reorder=%v", k, opts.Mode, opts.Reorder)
+	s2, err := Open(clone, cfg)
+	if err != nil {
+		t.Fatalf("%s: reopen after crash: %v", label, err)
+	}
+	defer s2.Close()
+	plan := s2.RecoveryPlan()
+	tally["mode="+plan.Mode.String()]++
+	tally["tail="+plan.Tail.String()]++
+	if applied, _ := s2.Applied(); applied < model.applied {
+		tally["lost-unflushed-entries"]++
+	}
+	checkRecovered(t, s2, model, label)
+	// Raft replays what the store lacks: the same entries again.
+	applied, _ := s2.Applied()
+	replay := newModel()
+	replay.msgs = keepUpTo(model.msgs, applied)
+	replay.offsetIndex = model.offsetIndex
+	if err := runWorkload(s2, seed, replay, applied+1); err != nil {
+		t.Fatalf("%s: replay after recovery: %v", label, err)
+	}
+	replay.durable = replay.applied
+	checkRecovered(t, s2, replay, label+" after replay")
+}
+
+func keepUpTo(msgs []appliedMsg, applied uint64) []appliedMsg {
+	var out []appliedMsg
+	for _, m := range msgs {
+		if m.entry <= applied {
+			out = append(out, m)
+		}
+	}
+	return out
+}
