@@ -131,7 +131,7 @@ func TestCrashCloneTearReorder(t *testing.T) {
 }
 
 // workload is a small scripted sequence of mutating operations; it stops at
-// the first error. It returns the number of operations it ran.
+// the first error.
 func workload(m *MemFS) error {
 	if err := m.MkdirAll("/w", 0o755); err != nil {
 		return err
