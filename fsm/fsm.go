@@ -1,0 +1,311 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/vfs"
+)
+
+// ErrFatal is returned (wrapped) once the store failed in a way that is not a
+// deterministic consequence of the entry (an I/O error, a closed store): the
+// FSM stops applying, so the node's state never diverges, and the entries it
+// refused are replayed from the Raft log after a restart.
+var ErrFatal = errors.New("fsm: store failed, applying stopped")
+
+// ApplyResponse is what the FSM returns for every entry it is given.
+type ApplyResponse struct {
+	Results []store.PutResult // one per message of a MessageBatch
+	Err     error             // a rejected command, a skipped entry or ErrFatal
+}
+
+// Stats counts entries by outcome since the FSM was created.
+type Stats struct {
+	Applied  uint64 // commands applied to the store
+	Skipped  uint64 // entries at or below the store's applied index (replay)
+	Rejected uint64 // malformed or deterministically refused commands
+	Other    uint64 // configuration entries
+}
+
+// Config wires an FSM to its store.
+type Config struct {
+	FS     vfs.FS
+	Store  store.Config // used to reopen the store after Restore
+	Logger hclog.Logger
+	// OnFatal is called once, from the FSM goroutine, when ErrFatal first
+	// happens (the node shuts down).
+	OnFatal func(error)
+	// OnRestore is called after Restore reopened the store.
+	OnRestore func(*store.Store)
+}
+
+// FSM is the raft.BatchingFSM over a store.Store.
+type FSM struct {
+	cfg Config
+	log hclog.Logger
+
+	st atomic.Pointer[store.Store] // swapped by Restore
+
+	lastTS int64 // FSM goroutine only: the last store timestamp used
+	fatal  error // FSM goroutine only
+
+	applied, skipped, rejected, other atomic.Uint64
+
+	mu      sync.Mutex
+	members map[string]string
+}
+
+var _ raft.BatchingFSM = (*FSM)(nil)
+
+// New returns an FSM applying to st (already opened and recovered).
+func New(st *store.Store, cfg Config) *FSM {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	f := &FSM{cfg: cfg, log: cfg.Logger, members: make(map[string]string)}
+	f.setStore(st)
+	return f
+}
+
+// lastTimestamper is implemented by a store that reports the store timestamp
+// of the last applied entry; it seeds the monotonic clock after recovery.
+type lastTimestamper interface{ LastStoreTimestamp() int64 }
+
+func (f *FSM) setStore(st *store.Store) {
+	f.st.Store(st)
+	f.lastTS = 0
+	if lt, ok := any(st).(lastTimestamper); ok {
+		f.lastTS = lt.LastStoreTimestamp()
+	}
+}
+
+// Store returns the current store (it changes when a snapshot is restored).
+func (f *FSM) Store() *store.Store { return f.st.Load() }
+
+// Stats returns the entry counters.
+func (f *FSM) Stats() Stats {
+	return Stats{Applied: f.applied.Load(), Skipped: f.skipped.Load(),
+		Rejected: f.rejected.Load(), Other: f.other.Load()}
+}
+
+// Members returns a copy of the server id → API address map.
+func (f *FSM) Members() map[string]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := make(map[string]string, len(f.members))
+	for k, v := range f.members {
+		m[k] = v
+	}
+	return m
+}
+
+// SeedMembers merges m into the member map (used at start from the newest
+// local snapshot, whose entries Raft does not replay).
+func (f *FSM) SeedMembers(m map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, v := range m {
+		if _, ok := f.members[k]; !ok {
+			f.members[k] = v
+		}
+	}
+}
+
+func (f *FSM) setMember(id, addr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.members[id] = addr
+}
+
+// Apply applies one entry.
+func (f *FSM) Apply(l *raft.Log) interface{} { return f.applyOne(l) }
+
+// ApplyBatch applies entries in order, one response per entry.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	for i, l := range logs {
+		out[i] = f.applyOne(l)
+	}
+	return out
+}
+
+func (f *FSM) applyOne(l *raft.Log) interface{} {
+	if l.Type != raft.LogCommand {
+		f.other.Add(1)
+		return nil
+	}
+	if f.fatal != nil {
+		return &ApplyResponse{Err: f.fatal}
+	}
+	st := f.Store()
+	if idx, _ := st.Applied(); l.Index <= idx {
+		f.skipped.Add(1)
+		f.replayMember(l.Data)
+		return &ApplyResponse{Err: fmt.Errorf("entry %d: %w", l.Index, store.ErrAlreadyApplied)}
+	}
+	h := store.EntryHeader{RaftIndex: l.Index, Term: l.Term, StoreTimestamp: f.lastTS}
+	cmd, err := DecodeCommand(l.Data)
+	if err != nil {
+		f.log.Warn("rejecting malformed entry", "index", l.Index, "error", err)
+		return f.reject(st, h, err)
+	}
+	resp, err := f.execute(st, &h, &cmd)
+	if err != nil {
+		return f.failed(st, h, err)
+	}
+	f.applied.Add(1)
+	return resp
+}
+
+// execute runs one decoded command against the store.
+func (f *FSM) execute(st *store.Store, h *store.EntryHeader, cmd *Command) (*ApplyResponse, error) {
+	switch cmd.Type {
+	case CmdMessageBatch:
+		h.StoreTimestamp = max(cmd.LeaderTimestamp, f.lastTS)
+		h.StoreHost = cmd.LeaderHost
+		res, err := st.AppendMessages(*h, cmd.Messages, make([]store.PutResult, 0, len(cmd.Messages)))
+		if err == nil {
+			f.lastTS = h.StoreTimestamp
+		}
+		return &ApplyResponse{Results: res}, err
+	case CmdCommitOffsets:
+		return &ApplyResponse{}, st.CommitOffsets(*h, cmd.Commits)
+	case CmdCreateTopic, CmdUpdateTopic:
+		return &ApplyResponse{}, st.CreateTopic(*h, cmd.Topic)
+	case CmdDeleteTopic:
+		return &ApplyResponse{}, st.DeleteTopic(*h, cmd.TopicName)
+	case CmdSetMemberMeta:
+		f.setMember(cmd.MemberID, cmd.MemberAPIAddr)
+		return &ApplyResponse{}, st.MarkApplied(*h)
+	}
+	return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, cmd.Type)
+}
+
+// replayMember keeps the member map complete across restarts: a skipped
+// SetMemberMeta entry still updates the in-memory map.
+func (f *FSM) replayMember(data []byte) {
+	if len(data) < 2 || CommandType(data[1]) != CmdSetMemberMeta {
+		return
+	}
+	if cmd, err := DecodeCommand(data); err == nil {
+		f.setMember(cmd.MemberID, cmd.MemberAPIAddr)
+	}
+}
+
+// IsDeterministic reports whether err is a store error that every replica
+// produces for the same entry (so rejecting the entry keeps them identical).
+func IsDeterministic(err error) bool {
+	for _, e := range []error{store.ErrBadTopic, store.ErrNoSuchTopic, store.ErrBadQueue,
+		store.ErrMessageTooLarge, store.ErrPropsTooLarge, store.ErrBadOffset,
+		store.ErrNotFound, store.ErrTopicExists, ErrMalformed, ErrUnknownCommand} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *FSM) failed(st *store.Store, h store.EntryHeader, err error) interface{} {
+	if IsDeterministic(err) {
+		return f.reject(st, h, err)
+	}
+	f.fatal = fmt.Errorf("%w: entry %d: %w", ErrFatal, h.RaftIndex, err)
+	f.log.Error("store failed; no further entries are applied", "index", h.RaftIndex, "error", err)
+	if f.cfg.OnFatal != nil {
+		f.cfg.OnFatal(f.fatal)
+	}
+	return &ApplyResponse{Err: f.fatal}
+}
+
+// reject records a refused command so appliedIndex still moves forward.
+func (f *FSM) reject(st *store.Store, h store.EntryHeader, err error) interface{} {
+	f.rejected.Add(1)
+	if idx, _ := st.Applied(); idx < h.RaftIndex {
+		if merr := st.MarkApplied(h); merr != nil {
+			return f.failed(st, h, merr)
+		}
+	}
+	return &ApplyResponse{Err: err}
+}
+
+// Snapshot captures the store's point-in-time state; O(metadata).
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	if f.fatal != nil {
+		return nil, f.fatal
+	}
+	st := f.Store()
+	return &fsmSnapshot{fsm: f, st: st, snap: st.CaptureSnapshot(), members: f.Members()}, nil
+}
+
+// Restore replaces the store by the snapshot stream rc.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	start := time.Now()
+	h, err := ReadSnapshotHeader(rc)
+	if err != nil {
+		return err
+	}
+	if err := f.Store().Close(); err != nil && !errors.Is(err, store.ErrClosed) {
+		return fmt.Errorf("fsm: restore: close store: %w", err)
+	}
+	it := NewSegmentIterator(rc, h)
+	err = store.InstallSnapshot(f.cfg.FS, f.cfg.Store, h.Store, it.Next)
+	if err == nil {
+		err = it.Finish()
+	}
+	st, oerr := store.Open(f.cfg.FS, f.cfg.Store) // the old store if the install failed
+	if oerr != nil {
+		f.fatal = fmt.Errorf("%w: reopen store after restore: %w", ErrFatal, oerr)
+		return f.fatal
+	}
+	f.setStore(st)
+	if err != nil {
+		return fmt.Errorf("fsm: restore: %w", err)
+	}
+	f.fatal = nil
+	f.mu.Lock()
+	f.members = h.Members
+	f.mu.Unlock()
+	if f.cfg.OnRestore != nil {
+		f.cfg.OnRestore(st)
+	}
+	f.log.Info("snapshot restored", "index", h.Store.AppliedIndex, "confirm_offset", h.Store.ConfirmOffset,
+		"segments", len(h.Segments), "duration", time.Since(start))
+	return nil
+}
+
+type fsmSnapshot struct {
+	fsm     *FSM
+	st      *store.Store
+	snap    store.Snapshot
+	members map[string]string
+}
+
+// Persist makes the store durable up to the snapshot (before Raft may
+// compact, NATS #8425) and then streams header and segments into sink.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.persist(sink); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) persist(w io.Writer) error {
+	if err := s.st.FlushTo(s.snap.ConfirmOffset); err != nil {
+		return fmt.Errorf("fsm: snapshot flush: %w", err)
+	}
+	files := s.st.SegmentFiles(s.snap.ConfirmOffset)
+	h := SnapshotHeader{Store: s.snap, Members: s.members, Segments: SegmentRefs(files, s.snap.ConfirmOffset)}
+	return WriteSnapshot(w, h, files, FileSegments(s.fsm.cfg.FS))
+}
+
+// Release does nothing: the capture holds no resources.
+func (s *fsmSnapshot) Release() {}

@@ -1,0 +1,116 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/hashicorp/raft"
+	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/fsm"
+	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/transport"
+)
+
+var _ transport.Backend = (*Node)(nil)
+
+// Send validates msgs (bad input never reaches the Raft log) and group-commits
+// them through Raft.
+func (n *Node) Send(ctx context.Context, msgs []commitlog.Message) ([]store.PutResult, error) {
+	if n.raft.State() != raft.Leader {
+		return nil, fmt.Errorf("node %s: %w", n.cfg.ID, transport.ErrNotLeader)
+	}
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	if len(msgs) > n.cfg.GroupCommit.MaxMessages {
+		return nil, fmt.Errorf("node: %d messages in one send > %d: %w", len(msgs), n.cfg.GroupCommit.MaxMessages, fsm.ErrTooLarge)
+	}
+	st := n.Store()
+	for i := range msgs {
+		if err := st.ValidateMessage(&msgs[i]); err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+	}
+	return n.batcher.send(ctx, msgs)
+}
+
+// CommitOffsets replicates consumer-group offsets.
+func (n *Node) CommitOffsets(ctx context.Context, commits []store.OffsetCommit) error {
+	_, err := n.applyCommand(ctx, &fsm.Command{Type: fsm.CmdCommitOffsets, Commits: commits})
+	return err
+}
+
+// CreateTopic replicates a topic's creation (or its new config if it exists
+// and the store treats creation of an existing topic as an update).
+func (n *Node) CreateTopic(ctx context.Context, t store.TopicConfig) error {
+	_, err := n.applyCommand(ctx, &fsm.Command{Type: fsm.CmdCreateTopic, Topic: t})
+	return err
+}
+
+// DeleteTopic replicates a topic's deletion.
+func (n *Node) DeleteTopic(ctx context.Context, name string) error {
+	_, err := n.applyCommand(ctx, &fsm.Command{Type: fsm.CmdDeleteTopic, TopicName: name})
+	return err
+}
+
+// Store is the local store (replaced when a snapshot is installed).
+func (n *Node) Store() *store.Store { return n.fsm.Store() }
+
+// Status is this node's view of itself and the cluster.
+func (n *Node) Status() transport.ClusterStatus {
+	stats := n.raft.Stats()
+	leaderAddr, leaderID := n.raft.LeaderWithID()
+	members := n.fsm.Members()
+	s := transport.ClusterStatus{
+		ID:             n.cfg.ID,
+		State:          n.raft.State().String(),
+		LeaderID:       string(leaderID),
+		LeaderRaftAddr: string(leaderAddr),
+		LeaderAPIAddr:  members[string(leaderID)],
+		Term:           parseUint(stats["term"]),
+		CommitIndex:    n.raft.CommitIndex(),
+		AppliedIndex:   n.raft.AppliedIndex(),
+	}
+	if leaderID == raft.ServerID(n.cfg.ID) {
+		s.LeaderAPIAddr = n.APIAddr()
+	}
+	ss := n.Store().Stats()
+	s.ConfirmOffset, s.MinOffset, s.MaxOffset = ss.ConfirmOffset, ss.MinOffset, ss.MaxOffset
+	if idx := ss.AppliedIndex; idx < s.AppliedIndex {
+		s.AppliedIndex = idx // raft's lastApplied moves before the FSM has applied
+	}
+	s.Members = n.members(members)
+	return s
+}
+
+func (n *Node) members(api map[string]string) []transport.Member {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	var out []transport.Member
+	for _, srv := range f.Configuration().Servers {
+		m := transport.Member{ID: string(srv.ID), RaftAddr: string(srv.Address), APIAddr: api[string(srv.ID)]}
+		if string(srv.ID) == n.cfg.ID {
+			m.APIAddr = n.APIAddr()
+		}
+		switch srv.Suffrage {
+		case raft.Voter:
+			m.Suffrage = transport.SuffrageVoter
+		case raft.Nonvoter:
+			m.Suffrage = transport.SuffrageNonvoter
+		default:
+			m.Suffrage = transport.SuffrageStaging
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func parseUint(s string) uint64 {
+	v, _ := strconv.ParseUint(s, 10, 64)
+	return v
+}

@@ -1,0 +1,241 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/vfs"
+)
+
+// ErrConfig is wrapped by every Validate error.
+var ErrConfig = errors.New("node: invalid config")
+
+// Peer is one member of a static --peers list.
+type Peer struct {
+	ID       string
+	RaftAddr string
+}
+
+// PeerList parses and prints "id=raftaddr,id=raftaddr".
+type PeerList []Peer
+
+// UnmarshalText parses "n1=127.0.0.1:7001,n2=127.0.0.1:7002".
+func (p *PeerList) UnmarshalText(b []byte) error {
+	*p = nil
+	for _, item := range strings.Split(string(b), ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(item, "=")
+		if !ok || id == "" || addr == "" {
+			return fmt.Errorf("%w: peer %q is not id=raftaddr", ErrConfig, item)
+		}
+		*p = append(*p, Peer{ID: strings.TrimSpace(id), RaftAddr: strings.TrimSpace(addr)})
+	}
+	return nil
+}
+
+// String prints the list in the form UnmarshalText reads.
+func (p PeerList) String() string {
+	s := make([]string, len(p))
+	for i, x := range p {
+		s[i] = x.ID + "=" + x.RaftAddr
+	}
+	return strings.Join(s, ",")
+}
+
+// RaftConfig is the Raft tuning (see reference/hashicorp-raft.md §1.2).
+type RaftConfig struct {
+	HeartbeatTimeout   time.Duration `toml:"heartbeat_timeout"`
+	ElectionTimeout    time.Duration `toml:"election_timeout"`
+	LeaderLeaseTimeout time.Duration `toml:"leader_lease_timeout"`
+	CommitTimeout      time.Duration `toml:"commit_timeout"`
+	MaxAppendEntries   int           `toml:"max_append_entries"`
+	BatchApplyCh       bool          `toml:"batch_apply_ch"`
+	TrailingLogs       uint64        `toml:"trailing_logs"`
+	SnapshotInterval   time.Duration `toml:"snapshot_interval"`
+	SnapshotThreshold  uint64        `toml:"snapshot_threshold"`
+	SnapshotRetain     int           `toml:"snapshot_retain"`
+	PreVoteDisabled    bool          `toml:"pre_vote_disabled"`
+	TransportTimeout   time.Duration `toml:"transport_timeout"`
+	MaxPool            int           `toml:"max_pool"`
+}
+
+// GroupCommit bounds how the leader packs concurrent Sends into one entry.
+type GroupCommit struct {
+	MaxBytes    int           `toml:"max_bytes"`
+	MaxMessages int           `toml:"max_messages"`
+	MaxDelay    time.Duration `toml:"max_delay"` // 0: take only what is already queued
+}
+
+// Config of one node. DefaultConfig fills every field; cmd/node loads it
+// with Load (defaults → file → env → flags).
+type Config struct {
+	ID        string   `toml:"id"`
+	Dir       string   `toml:"dir"`
+	RaftAddr  string   `toml:"raft_addr"`
+	APIAddr   string   `toml:"api_addr"`
+	HTTPAddr  string   `toml:"http_addr"`
+	Bootstrap bool     `toml:"bootstrap"`
+	Peers     PeerList `toml:"peers"`
+	Join      string   `toml:"join"` // API address of any member
+	LogLevel  string   `toml:"log_level"`
+
+	Store       store.Config `toml:"store"` // Dir defaults to <Dir>/store
+	Raft        RaftConfig   `toml:"raft"`
+	GroupCommit GroupCommit  `toml:"group_commit"`
+
+	ApplyTimeout   time.Duration `toml:"apply_timeout"`    // bound of a write that has no ctx deadline
+	CatchUpTimeout time.Duration `toml:"catch_up_timeout"` // non-voter → voter promotion wait
+	ShutdownGrace  time.Duration `toml:"shutdown_grace"`   // leadership transfer + server drain
+
+	FS     vfs.FS       `toml:"-"` // default vfs.OS()
+	Logger hclog.Logger `toml:"-"` // default: hclog to stderr at LogLevel
+}
+
+// DefaultConfig is a single node in ./data on the default ports.
+func DefaultConfig() Config {
+	return Config{
+		ID:       "n1",
+		Dir:      "./data",
+		RaftAddr: "127.0.0.1:7001",
+		APIAddr:  "127.0.0.1:9001",
+		HTTPAddr: "127.0.0.1:8001",
+		LogLevel: "info",
+		Store:    store.DefaultConfig(""),
+		Raft: RaftConfig{
+			HeartbeatTimeout:   1500 * time.Millisecond,
+			ElectionTimeout:    1500 * time.Millisecond,
+			LeaderLeaseTimeout: 750 * time.Millisecond,
+			CommitTimeout:      20 * time.Millisecond,
+			MaxAppendEntries:   512,
+			BatchApplyCh:       true,
+			TrailingLogs:       10240,
+			SnapshotInterval:   120 * time.Second,
+			SnapshotThreshold:  8192,
+			SnapshotRetain:     2,
+			TransportTimeout:   10 * time.Second,
+			MaxPool:            3,
+		},
+		GroupCommit:    GroupCommit{MaxBytes: 1 << 20, MaxMessages: 1024, MaxDelay: 0},
+		ApplyTimeout:   10 * time.Second,
+		CatchUpTimeout: 60 * time.Second,
+		ShutdownGrace:  5 * time.Second,
+	}
+}
+
+// storeConfig is the store config with its directory filled in.
+func (c *Config) storeConfig() store.Config {
+	sc := c.Store
+	if sc.Dir == "" {
+		sc.Dir = filepath.Join(c.Dir, "store")
+	}
+	return sc
+}
+
+// Validate reports the first problem with c in words a user can act on.
+func (c *Config) Validate() error {
+	for _, check := range []func() error{c.validateIdentity, c.validateMembership, c.validateRaft, c.validateGroupCommit} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	sc := c.storeConfig()
+	if err := sc.Validate(); err != nil {
+		return fmt.Errorf("%w: store: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+func bad(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+}
+
+func (c *Config) validateIdentity() error {
+	if c.ID == "" || strings.ContainsAny(c.ID, "=, \t") {
+		return bad("id %q must be non-empty without '=', ',' or spaces", c.ID)
+	}
+	if c.Dir == "" {
+		return bad("dir must be set")
+	}
+	for name, addr := range map[string]string{"raft-addr": c.RaftAddr, "api-addr": c.APIAddr, "http-addr": c.HTTPAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return bad("%s %q is not host:port: %v", name, addr, err)
+		}
+	}
+	if host, _, _ := net.SplitHostPort(c.RaftAddr); host == "" || net.ParseIP(host).IsUnspecified() {
+		return bad("raft-addr %q must name an address peers can dial, not an unspecified host", c.RaftAddr)
+	}
+	return nil
+}
+
+func (c *Config) validateMembership() error {
+	if c.Join != "" && c.Bootstrap {
+		return bad("--join and --bootstrap exclude each other: bootstrap forms a new cluster, join enters one")
+	}
+	seen := map[string]bool{}
+	self := false
+	for _, p := range c.Peers {
+		if seen[p.ID] {
+			return bad("peer id %q listed twice", p.ID)
+		}
+		seen[p.ID] = true
+		if _, _, err := net.SplitHostPort(p.RaftAddr); err != nil {
+			return bad("peer %s address %q is not host:port", p.ID, p.RaftAddr)
+		}
+		if p.ID == c.ID {
+			self = true
+		}
+	}
+	if c.Bootstrap && len(c.Peers) > 0 && !self {
+		return bad("--peers must include this node's id %q when bootstrapping", c.ID)
+	}
+	return nil
+}
+
+func (c *Config) validateRaft() error {
+	r := c.Raft
+	switch {
+	case r.HeartbeatTimeout < 5*time.Millisecond:
+		return bad("raft heartbeat_timeout %v < 5ms", r.HeartbeatTimeout)
+	case r.ElectionTimeout < r.HeartbeatTimeout:
+		return bad("raft election_timeout %v < heartbeat_timeout %v", r.ElectionTimeout, r.HeartbeatTimeout)
+	case r.LeaderLeaseTimeout <= 0 || r.LeaderLeaseTimeout > r.HeartbeatTimeout:
+		return bad("raft leader_lease_timeout %v must be in (0, heartbeat_timeout]", r.LeaderLeaseTimeout)
+	case r.CommitTimeout < time.Millisecond:
+		return bad("raft commit_timeout %v < 1ms", r.CommitTimeout)
+	case r.MaxAppendEntries <= 0 || r.MaxAppendEntries > 1024:
+		return bad("raft max_append_entries %d must be in 1..1024", r.MaxAppendEntries)
+	case r.SnapshotRetain < 1:
+		return bad("raft snapshot_retain %d < 1", r.SnapshotRetain)
+	case r.SnapshotInterval < 5*time.Millisecond:
+		return bad("raft snapshot_interval %v < 5ms", r.SnapshotInterval)
+	case r.TransportTimeout <= 0:
+		return bad("raft transport_timeout must be > 0")
+	}
+	return nil
+}
+
+func (c *Config) validateGroupCommit() error {
+	g := c.GroupCommit
+	switch {
+	case g.MaxBytes <= 0:
+		return bad("group_commit max_bytes %d must be > 0", g.MaxBytes)
+	case g.MaxMessages <= 0 || g.MaxMessages > 1<<16:
+		return bad("group_commit max_messages %d must be in 1..65536", g.MaxMessages)
+	case g.MaxDelay < 0:
+		return bad("group_commit max_delay %v < 0", g.MaxDelay)
+	case c.ApplyTimeout <= 0:
+		return bad("apply_timeout must be > 0")
+	case c.CatchUpTimeout <= 0:
+		return bad("catch_up_timeout must be > 0")
+	}
+	return nil
+}

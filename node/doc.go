@@ -1,0 +1,52 @@
+// Package node wires one raftmq cluster member together and owns its
+// lifecycle: the store, the FSM, hashicorp/raft with raft-boltdb and a file
+// snapshot store, the client gRPC API (transport) and HTTP.
+//
+// # Start and stop
+//
+// New validates the Config, opens the store first (local recovery), then the
+// Raft log (raft-boltdb, NoFreelistSync, hashmap freelist), the snapshot store
+// (<dir>/raft/snapshots, retain 2) and the TCP transport, and starts Raft with
+// NoSnapshotRestoreOnStart. A node without Raft state bootstraps: from --peers
+// with --bootstrap, or alone when it has neither peers nor --join (so a bare
+// raftmq-node is a working single-node cluster). With --join it asks the
+// member at that API address (gRPC Join) to add it, retrying until it is a
+// member. Close transfers leadership if this node leads, shuts Raft down and
+// closes the store (flush, checkpoint, abort file removed). Run waits for ctx
+// or a fatal FSM error and then closes. Every goroutine is started through
+// Node.goroutine and waited for by Close.
+//
+// # Writes
+//
+// Only the leader writes, and only after the Barrier it runs on gaining
+// leadership (Serving, /healthz). Send validates every message with
+// store.ValidateMessage, then the batcher packs concurrent Sends into one
+// MessageBatch entry (GroupCommit bounds) and distributes per-message results.
+// A follower answers transport.ErrNotLeader (the server forwards); a
+// proposal whose result is not known (leadership lost, shutdown, caller's
+// deadline after hand-off) answers transport.ErrOutcomeUnknown.
+//
+// # Membership
+//
+// Join on the leader adds the server as a non-voter, waits until the
+// server's own applied index (read through its gRPC Status) is within 64
+// entries of the leader's last index (bounded by CatchUpTimeout), then
+// promotes it with AddVoter. A join that times out leaves a non-voter, and the
+// joiner's retry resumes the wait.
+//
+// # Member API addresses
+//
+// Raft addresses stay pure. A server's client API address is replicated with
+// a SetMemberMeta command applied by the FSM into an in-memory map: the
+// leader announces its own after every election, and Join announces the
+// joiner's. The map is carried in snapshot headers and seeded at start from
+// the newest local snapshot, and skipped (replayed) entries still update it,
+// so a restarted follower knows where to forward. A bootstrapped follower's
+// own address is known to others only once it leads (Members shows "").
+//
+// # Observability
+//
+// HTTP: GET /healthz, GET /status (JSON), GET /metrics (Prometheus, private
+// registry, raftmq_ prefix: produce counts/latency/bytes, commitlog offsets
+// and flush lag, Raft state and indexes, FSM applied/skipped, recovery time).
+package node

@@ -1,0 +1,79 @@
+package node
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/raftmq/raftmq/transport"
+)
+
+func (n *Node) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", n.handleHealthz)
+	mux.HandleFunc("GET /status", n.handleStatus)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// Serving reports whether the node serves: the store is open, Raft knows a
+// leader, and if this node is the leader its barrier has passed.
+func (n *Node) Serving() bool {
+	if _, id := n.raft.LeaderWithID(); id == "" {
+		return false
+	}
+	if n.raft.State() == raft.Leader && !n.isReady.Load() {
+		return false
+	}
+	return n.Store().ConfirmOffset() >= 0
+}
+
+func (n *Node) handleHealthz(w http.ResponseWriter, _ *http.Request) {
+	if !n.Serving() {
+		http.Error(w, "not serving", http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+type statusJSON struct {
+	ID             string       `json:"id"`
+	State          string       `json:"state"`
+	Ready          bool         `json:"ready"`
+	LeaderID       string       `json:"leaderId"`
+	LeaderRaftAddr string       `json:"leaderRaftAddr"`
+	LeaderAPIAddr  string       `json:"leaderApiAddr"`
+	Term           uint64       `json:"term"`
+	CommitIndex    uint64       `json:"commitIndex"`
+	AppliedIndex   uint64       `json:"appliedIndex"`
+	ConfirmOffset  int64        `json:"confirmOffset"`
+	MinOffset      int64        `json:"minOffset"`
+	MaxOffset      int64        `json:"maxOffset"`
+	Members        []memberJSON `json:"members"`
+}
+
+type memberJSON struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raftAddr"`
+	APIAddr  string `json:"apiAddr"`
+	Suffrage string `json:"suffrage"`
+}
+
+func toStatusJSON(s transport.ClusterStatus, ready bool) statusJSON {
+	out := statusJSON{ID: s.ID, State: s.State, Ready: ready, LeaderID: s.LeaderID,
+		LeaderRaftAddr: s.LeaderRaftAddr, LeaderAPIAddr: s.LeaderAPIAddr, Term: s.Term,
+		CommitIndex: s.CommitIndex, AppliedIndex: s.AppliedIndex, ConfirmOffset: s.ConfirmOffset,
+		MinOffset: s.MinOffset, MaxOffset: s.MaxOffset, Members: []memberJSON{}}
+	for _, m := range s.Members {
+		out.Members = append(out.Members, memberJSON(m))
+	}
+	return out
+}
+
+func (n *Node) handleStatus(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(toStatusJSON(n.Status(), n.Serving()))
+}

@@ -1,0 +1,133 @@
+package node
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the node's Prometheus metrics, in a private registry.
+type metrics struct {
+	reg         *prometheus.Registry
+	sendMsgs    prometheus.Counter
+	sendBytes   prometheus.Counter
+	sendEntries prometheus.Counter
+	sendErrors  prometheus.Counter
+	sendLatency prometheus.Histogram
+	batchSize   prometheus.Histogram
+}
+
+func newMetrics(n *Node) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		sendMsgs: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftmq_produce_messages_total",
+			Help: "Messages committed through this leader's group commit."}),
+		sendBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftmq_produce_entry_bytes_total",
+			Help: "Bytes of MessageBatch entries proposed by this leader."}),
+		sendEntries: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftmq_produce_entries_total",
+			Help: "MessageBatch entries proposed by this leader."}),
+		sendErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftmq_produce_errors_total",
+			Help: "MessageBatch entries that failed or whose outcome is unknown."}),
+		sendLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "raftmq_produce_commit_seconds",
+			Help: "Time from raft.Apply to the applied response of a MessageBatch.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "raftmq_produce_batch_messages",
+			Help: "Messages per MessageBatch entry.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)}),
+	}
+	m.reg.MustRegister(m.sendMsgs, m.sendBytes, m.sendEntries, m.sendErrors, m.sendLatency, m.batchSize,
+		&nodeCollector{n: n}, collectors.NewGoCollector())
+	return m
+}
+
+func (m *metrics) observeSend(msgs, bytes int, d time.Duration, err error) {
+	m.sendEntries.Inc()
+	m.sendBytes.Add(float64(bytes))
+	m.batchSize.Observe(float64(msgs))
+	if err != nil {
+		m.sendErrors.Inc()
+		return
+	}
+	m.sendMsgs.Add(float64(msgs))
+	m.sendLatency.Observe(d.Seconds())
+}
+
+// nodeCollector reads store.Stats, raft.Stats and the FSM counters on scrape.
+type nodeCollector struct{ n *Node }
+
+type gauge struct {
+	desc *prometheus.Desc
+	kind prometheus.ValueType
+}
+
+func newGauge(name, help string, labels ...string) gauge {
+	return gauge{prometheus.NewDesc("raftmq_"+name, help, labels, nil), prometheus.GaugeValue}
+}
+
+func newCounter(name, help string, labels ...string) gauge {
+	return gauge{prometheus.NewDesc("raftmq_"+name, help, labels, nil), prometheus.CounterValue}
+}
+
+var (
+	gCommitlogOffset = newGauge("commitlog_offset_bytes", "Commitlog offsets: min, max, confirm, flushed, checkpoint.", "kind")
+	gFlushLag        = newGauge("commitlog_flush_lag_bytes", "Confirm offset minus flushed offset.")
+	gStoreCount      = newCounter("store_total", "Store totals since open: messages, bytes, entries.", "kind")
+	gStoreSize       = newGauge("store_objects", "Topics and queues.", "kind")
+	gRecovery        = newGauge("store_recovery_seconds", "Duration of the last store recovery.", "mode")
+	gRaftState       = newGauge("raft_state", "1 for the current Raft state.", "state")
+	gRaftIndex       = newGauge("raft_index", "Raft indexes: term, commit, applied, last_log, last_snapshot, fsm_applied.", "kind")
+	gFSMEntries      = newCounter("fsm_entries_total", "Entries given to the FSM by outcome.", "outcome")
+	gReady           = newGauge("leader_ready", "1 when this node leads and its barrier passed.")
+)
+
+var allGauges = []gauge{gCommitlogOffset, gFlushLag, gStoreCount, gStoreSize, gRecovery, gRaftState, gRaftIndex, gFSMEntries, gReady}
+
+func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, g := range allGauges {
+		ch <- g.desc
+	}
+}
+
+func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	emit := func(g gauge, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(g.desc, g.kind, v, labels...)
+	}
+	s := c.n.Store().Stats()
+	emit(gCommitlogOffset, float64(s.MinOffset), "min")
+	emit(gCommitlogOffset, float64(s.MaxOffset), "max")
+	emit(gCommitlogOffset, float64(s.ConfirmOffset), "confirm")
+	emit(gCommitlogOffset, float64(s.FlushedOffset), "flushed")
+	emit(gCommitlogOffset, float64(s.CheckpointOffset), "checkpoint")
+	emit(gFlushLag, float64(s.ConfirmOffset-s.FlushedOffset))
+	emit(gStoreCount, float64(s.Messages), "messages")
+	emit(gStoreCount, float64(s.Bytes), "bytes")
+	emit(gStoreCount, float64(s.Entries), "entries")
+	emit(gStoreSize, float64(s.Topics), "topics")
+	emit(gStoreSize, float64(s.Queues), "queues")
+	emit(gRecovery, s.RecoveryDuration.Seconds(), s.RecoveryMode)
+	state := c.n.raft.State()
+	for _, st := range []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown} {
+		v := 0.0
+		if st == state {
+			v = 1
+		}
+		emit(gRaftState, v, st.String())
+	}
+	rs := c.n.raft.Stats()
+	for _, k := range []string{"term", "commit_index", "applied_index", "last_log_index", "last_snapshot_index"} {
+		v, _ := strconv.ParseFloat(rs[k], 64)
+		emit(gRaftIndex, v, k)
+	}
+	emit(gRaftIndex, float64(s.AppliedIndex), "fsm_applied")
+	fs := c.n.fsm.Stats()
+	emit(gFSMEntries, float64(fs.Applied), "applied")
+	emit(gFSMEntries, float64(fs.Skipped), "skipped")
+	emit(gFSMEntries, float64(fs.Rejected), "rejected")
+	emit(gFSMEntries, float64(fs.Other), "other")
+	ready := 0.0
+	if c.n.isReady.Load() {
+		ready = 1
+	}
+	emit(gReady, ready)
+}

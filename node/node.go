@@ -1,0 +1,352 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/fsm"
+	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/transport"
+	"github.com/raftmq/raftmq/vfs"
+)
+
+// Node is one cluster member: store, FSM, Raft, the gRPC API and HTTP.
+type Node struct {
+	cfg  Config
+	log  hclog.Logger
+	fs   vfs.FS
+	host commitlog.HostPort // store host written into records this node leads
+
+	fsm   *fsm.FSM
+	raft  *raft.Raft
+	bolt  *raftboltdb.BoltStore
+	trans *raft.NetworkTransport
+	snaps *raft.FileSnapshotStore
+
+	batcher *batcher
+	metrics *metrics
+	api     *transport.Server
+	apiLis  net.Listener
+	httpSrv *http.Server
+	httpLis net.Listener
+
+	readyMu sync.Mutex
+	ready   chan struct{} // closed while leader and the barrier passed
+	isReady atomic.Bool
+
+	stop      chan struct{}
+	fatal     chan error
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New opens the store (local recovery first), then Raft, and starts serving.
+func New(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, fs: cfg.FS, log: cfg.Logger, ready: make(chan struct{}),
+		stop: make(chan struct{}), fatal: make(chan error, 1)}
+	if n.fs == nil {
+		n.fs = vfs.OS()
+	}
+	if n.log == nil {
+		n.log = hclog.New(&hclog.LoggerOptions{Name: "raftmq", Level: hclog.LevelFromString(cfg.LogLevel)})
+	}
+	n.log = n.log.With("node", cfg.ID)
+	n.host = hostPort(cfg.APIAddr)
+	if err := n.open(); err != nil {
+		_ = n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) open() error {
+	sc := n.cfg.storeConfig()
+	sc.Logger = n.log.Named("store")
+	if err := n.fs.MkdirAll(sc.Dir, 0o755); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	st, err := store.Open(n.fs, sc)
+	if err != nil {
+		return fmt.Errorf("node: open store: %w", err)
+	}
+	n.fsm = fsm.New(st, fsm.Config{FS: n.fs, Store: sc, Logger: n.log.Named("fsm"), OnFatal: n.onFatal})
+	if err := n.openRaft(); err != nil {
+		return err
+	}
+	n.metrics = newMetrics(n)
+	n.batcher = newBatcher(n)
+	return n.startServers()
+}
+
+func (n *Node) onFatal(err error) {
+	select {
+	case n.fatal <- err:
+	default:
+	}
+}
+
+func (n *Node) raftConfig() *raft.Config {
+	rc := raft.DefaultConfig()
+	t := n.cfg.Raft
+	rc.LocalID = raft.ServerID(n.cfg.ID)
+	rc.HeartbeatTimeout, rc.ElectionTimeout = t.HeartbeatTimeout, t.ElectionTimeout
+	rc.LeaderLeaseTimeout, rc.CommitTimeout = t.LeaderLeaseTimeout, t.CommitTimeout
+	rc.MaxAppendEntries, rc.BatchApplyCh = t.MaxAppendEntries, t.BatchApplyCh
+	rc.TrailingLogs, rc.SnapshotInterval, rc.SnapshotThreshold = t.TrailingLogs, t.SnapshotInterval, t.SnapshotThreshold
+	rc.PreVoteDisabled = t.PreVoteDisabled
+	rc.NoSnapshotRestoreOnStart = true // the store recovered itself; Raft replays after it
+	rc.NoLegacyTelemetry = true
+	rc.Logger = n.log.Named("raft")
+	return rc
+}
+
+func (n *Node) openRaft() error {
+	dir := filepath.Join(n.cfg.Dir, "raft")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	var err error
+	n.bolt, err = raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(dir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
+	})
+	if err != nil {
+		return fmt.Errorf("node: open raft log %s: %w", dir, err)
+	}
+	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(dir, "snapshots"), n.cfg.Raft.SnapshotRetain, n.log.Named("snapshots"))
+	if err != nil {
+		return fmt.Errorf("node: snapshot store: %w", err)
+	}
+	n.seedMembers()
+	n.trans, err = raft.NewTCPTransportWithConfig(n.cfg.RaftAddr, nil, &raft.NetworkTransportConfig{
+		MaxPool: n.cfg.Raft.MaxPool, Timeout: n.cfg.Raft.TransportTimeout, Logger: n.log.Named("raft-net"),
+	})
+	if err != nil {
+		return fmt.Errorf("node: raft transport on %s: %w", n.cfg.RaftAddr, err)
+	}
+	hasState, err := raft.HasExistingState(n.bolt, n.bolt, n.snaps)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	n.raft, err = raft.NewRaft(n.raftConfig(), n.fsm, n.bolt, n.bolt, n.snaps, n.trans)
+	if err != nil {
+		return fmt.Errorf("node: start raft: %w", err)
+	}
+	if !hasState {
+		return n.bootstrap()
+	}
+	return nil
+}
+
+// seedMembers loads the member map of the newest local snapshot: Raft does
+// not replay the entries it covers (NoSnapshotRestoreOnStart).
+func (n *Node) seedMembers() {
+	metas, err := n.snaps.List()
+	if err != nil || len(metas) == 0 {
+		return
+	}
+	_, rc, err := n.snaps.Open(metas[0].ID)
+	if err != nil {
+		n.log.Warn("cannot open newest snapshot for member addresses", "error", err)
+		return
+	}
+	defer rc.Close()
+	if h, err := fsm.ReadSnapshotHeader(rc); err == nil {
+		n.fsm.SeedMembers(h.Members)
+	}
+}
+
+// bootstrap forms a cluster on a node without Raft state: from --peers with
+// --bootstrap, or alone when neither peers nor join are given.
+func (n *Node) bootstrap() error {
+	self := raft.Server{ID: raft.ServerID(n.cfg.ID), Address: n.trans.LocalAddr()}
+	var servers []raft.Server
+	switch {
+	case n.cfg.Bootstrap && len(n.cfg.Peers) > 0:
+		for _, p := range n.cfg.Peers {
+			s := raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)}
+			if p.ID == n.cfg.ID {
+				s = self
+			}
+			servers = append(servers, s)
+		}
+	case n.cfg.Bootstrap || (n.cfg.Join == "" && len(n.cfg.Peers) == 0):
+		servers = []raft.Server{self}
+	default:
+		return nil // joins, or waits for the bootstrapping peer to contact it
+	}
+	n.log.Info("bootstrapping cluster", "servers", len(servers))
+	err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("node: bootstrap: %w", err)
+	}
+	return nil
+}
+
+func (n *Node) startServers() error {
+	var err error
+	if n.apiLis, err = net.Listen("tcp", n.cfg.APIAddr); err != nil {
+		return fmt.Errorf("node: api listen: %w", err)
+	}
+	if n.httpLis, err = net.Listen("tcp", n.cfg.HTTPAddr); err != nil {
+		return fmt.Errorf("node: http listen: %w", err)
+	}
+	n.api = transport.NewServer(n, transport.ServerOptions{Logger: n.log, MaxMessageSize: n.cfg.storeConfig().MaxMessageSize})
+	n.httpSrv = &http.Server{Handler: n.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
+	n.goroutine(func() {
+		if err := n.api.Serve(n.apiLis); err != nil {
+			n.onFatal(fmt.Errorf("node: api server: %w", err))
+		}
+	})
+	n.goroutine(func() {
+		if err := n.httpSrv.Serve(n.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.onFatal(fmt.Errorf("node: http server: %w", err))
+		}
+	})
+	n.goroutine(n.leaderLoop)
+	n.goroutine(n.batcher.run)
+	if n.cfg.Join != "" {
+		n.goroutine(n.joinLoop)
+	}
+	n.log.Info("serving", "raft", n.trans.LocalAddr(), "api", n.apiLis.Addr(), "http", n.httpLis.Addr())
+	return nil
+}
+
+func (n *Node) goroutine(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// RaftAddr, APIAddr and HTTPAddr are the bound addresses (useful with :0).
+func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
+
+// APIAddr is the bound gRPC address.
+func (n *Node) APIAddr() string { return n.apiLis.Addr().String() }
+
+// HTTPAddr is the bound HTTP address.
+func (n *Node) HTTPAddr() string { return n.httpLis.Addr().String() }
+
+// Raft exposes the Raft instance (tests, admin).
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// FSMStats returns the FSM's applied/skipped counters.
+func (n *Node) FSMStats() fsm.Stats { return n.fsm.Stats() }
+
+// Run serves until ctx ends or the node fails, then closes the node.
+func (n *Node) Run(ctx context.Context) error {
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-n.fatal:
+		n.log.Error("node failed", "error", err)
+	}
+	return errors.Join(err, n.Close())
+}
+
+// Close stops the node gracefully: stop taking requests, hand leadership
+// over, shut Raft down, then close the store (flush, checkpoint, abort file).
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		close(n.stop)
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownGrace)
+		defer cancel()
+		if n.api != nil {
+			n.api.Stop(ctx)
+		}
+		if n.httpSrv != nil {
+			_ = n.httpSrv.Shutdown(ctx)
+		}
+		n.transferOnShutdown()
+		n.closeErr = n.closeResources()
+	})
+	return n.closeErr
+}
+
+func (n *Node) transferOnShutdown() {
+	if n.raft == nil || n.raft.State() != raft.Leader || n.numVoters() < 2 {
+		return
+	}
+	if err := n.raft.LeadershipTransfer().Error(); err != nil {
+		n.log.Warn("leadership transfer on shutdown failed", "error", err)
+	}
+}
+
+// closeResources shuts Raft down and releases everything New opened; it is
+// also the cleanup of a failed New.
+func (n *Node) closeResources() error {
+	var errs []error
+	if n.raft != nil {
+		errs = append(errs, n.raft.Shutdown().Error())
+	}
+	if n.apiLis != nil && n.api == nil {
+		_ = n.apiLis.Close()
+	}
+	if n.httpLis != nil && n.httpSrv == nil {
+		_ = n.httpLis.Close()
+	}
+	n.wg.Wait()
+	if n.trans != nil {
+		errs = append(errs, n.trans.Close())
+	}
+	if n.bolt != nil {
+		errs = append(errs, n.bolt.Close())
+	}
+	if n.fsm != nil {
+		if err := n.fsm.Store().Close(); !errors.Is(err, store.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (n *Node) numVoters() int {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return 0
+	}
+	v := 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			v++
+		}
+	}
+	return v
+}
+
+// hostPort turns an "ip:port" into the 8-byte STOREHOST form (0.0.0.0 if
+// the host is not an IPv4 literal).
+func hostPort(addr string) commitlog.HostPort {
+	var hp commitlog.HostPort
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return hp
+	}
+	if ip := net.ParseIP(host).To4(); ip != nil {
+		copy(hp.IP[:], ip)
+	}
+	p, _ := strconv.Atoi(port)
+	hp.Port = int32(p)
+	return hp
+}
