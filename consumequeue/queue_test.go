@@ -265,3 +265,36 @@ func TestOffsetByTime(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestConcurrentReaders: readers see a consistent prefix while one writer
+// appends (run with -race).
+func TestConcurrentReaders(t *testing.T) {
+	s := openTest(t, vfs.NewMem(), tfs)
+	q := mustQueue(t, s, "T", 0)
+	done := make(chan error, 2)
+	for r := 0; r < 2; r++ {
+		go func() {
+			var dst []Unit
+			for q.MaxOffset() < 200 {
+				var err error
+				if dst, err = q.Range(0, 50, dst[:0]); err != nil {
+					done <- err
+					return
+				}
+				for i, u := range dst {
+					if u != unitN(int64(i)) {
+						done <- errors.New("torn read")
+						return
+					}
+				}
+			}
+			done <- nil
+		}()
+	}
+	putN(t, q, 0, 200)
+	for r := 0; r < 2; r++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
