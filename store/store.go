@@ -168,6 +168,7 @@ func (s *Store) openFiles() error {
 	}
 	s.idx, err = index.Open(s.fs, index.Config{
 		Dir: filepath.Join(s.cfg.Dir, indexDir), MaxHashSlots: s.cfg.IndexMaxHashSlots, MaxIndexes: s.cfg.IndexMaxIndexes, Logger: s.logger.Named("index"),
+		StoreTime: s.log.StoreTimestampAt,
 	})
 	return err
 }
