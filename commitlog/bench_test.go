@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"bytes"
 	"hash/crc32"
 	"path/filepath"
 	"testing"
@@ -206,4 +207,27 @@ func BenchmarkAppendVsMemcpy(b *testing.B) {
 	b.ReportMetric(mb/tApp.Seconds(), "append-MB/s")
 	b.ReportMetric(mb/tCopy.Seconds(), "memcpy-MB/s")
 	b.ReportMetric(tCopy.Seconds()/tApp.Seconds(), "ratio")
+}
+
+// BenchmarkIsZero is the clean-end check of the scanner (a segment tail of
+// zeros) beside bytes.Equal against a zero buffer (SIMD memequal, which
+// needs a second buffer of the same size).
+func BenchmarkIsZero(b *testing.B) {
+	buf := make([]byte, 16<<20)
+	b.SetBytes(int64(len(buf)))
+	for i := 0; i < b.N; i++ {
+		if !isZero(buf) {
+			b.Fatal("not zero")
+		}
+	}
+}
+
+func BenchmarkIsZeroBaselineMemequal(b *testing.B) {
+	buf, zero := make([]byte, 16<<20), make([]byte, 16<<20)
+	b.SetBytes(int64(len(buf)))
+	for i := 0; i < b.N; i++ {
+		if !bytes.Equal(buf, zero) {
+			b.Fatal("not zero")
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math/rand"
+	"runtime"
 	"testing"
 
 	"github.com/raftmq/raftmq/vfs"
@@ -240,4 +241,62 @@ func TestReopenScanTruncateAppend(t *testing.T) {
 	a.l = l
 	a.appendRandom(10, 300)
 	checkScanAll(t, l, 0, a.entries)
+}
+
+// TestReadsConcurrentWithAppend follows the write offset from another
+// goroutine and verifies every published entry (run with -race).
+func TestReadsConcurrentWithAppend(t *testing.T) {
+	const fileSize = 16 << 10
+	l := openTestLog(t, vfs.NewMem(), fileSize)
+	a := &appender{t: t, l: l, rng: rand.New(rand.NewSource(testSeed(t)))}
+	a.append(KindNoop, 0, 0)
+	done := make(chan int64)
+	errc := make(chan error, 1)
+	go func() { errc <- followLog(l, done) }()
+	a.appendRandom(300, 400)
+	done <- l.WriteOffset()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// followLog verifies entries as the write offset publishes them, until it
+// has reached the offset sent on done.
+func followLog(l *Log, done chan int64) error {
+	pos, final := int64(0), int64(-1)
+	for final < 0 || pos < final {
+		select {
+		case final = <-done:
+		default:
+		}
+		if pos >= l.WriteOffset() {
+			runtime.Gosched()
+			continue
+		}
+		hdr, err := l.ReadAt(pos, BlankSize)
+		if err != nil {
+			return err
+		}
+		if be.Uint32(hdr[OffMagic:]) == MagicBlank {
+			pos += int64(be.Uint32(hdr))
+			continue
+		}
+		fb, err := l.ReadAt(pos, FrameSize)
+		if err != nil {
+			return err
+		}
+		h, err := DecodeFrame(fb)
+		if err != nil {
+			return err
+		}
+		entry, err := l.ReadAt(pos, h.EntrySize)
+		if err != nil {
+			return err
+		}
+		if EntryCRC(entry) != h.CRC {
+			return ErrEntryCRC
+		}
+		pos += int64(h.EntrySize)
+	}
+	return nil
 }
