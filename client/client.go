@@ -1,0 +1,290 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
+	"github.com/raftmq/raftmq/transport"
+)
+
+// Options configure a Client. Zero values take the defaults.
+type Options struct {
+	Logger      hclog.Logger
+	DialOptions []grpc.DialOption // default: insecure, 64 MiB messages
+	// MaxAttempts bounds tries of one call across leader changes (default 8).
+	MaxAttempts int
+	// Backoff is the first pause between tries, doubled up to 1 s (default 50 ms).
+	Backoff time.Duration
+	// ProbeTimeout bounds one Status probe while looking for the leader (default 2 s).
+	ProbeTimeout time.Duration
+	// ReadFromAny sends reads to any reachable node instead of the leader.
+	ReadFromAny bool
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if len(o.DialOptions) == 0 {
+		o.DialOptions = []grpc.DialOption{
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
+		}
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 8
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 50 * time.Millisecond
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = 2 * time.Second
+	}
+}
+
+// Client talks to a raftmq cluster. It is safe for concurrent use.
+type Client struct {
+	opts  Options
+	log   hclog.Logger
+	ids   *IDGenerator
+	mu    sync.Mutex
+	seeds []string // seeds plus API addresses learnt from Status
+	conns map[string]*grpc.ClientConn
+	lead  string // leader API address, "" if unknown
+	done  bool
+}
+
+// New connects to the cluster through any of seeds (host:port API
+// addresses) and looks up the leader. It fails only if no seed answers.
+func New(ctx context.Context, seeds []string, opts Options) (*Client, error) {
+	if len(seeds) == 0 {
+		return nil, ErrNoSeeds
+	}
+	opts.defaults()
+	c := &Client{opts: opts, log: opts.Logger.Named("client"), ids: NewIDGenerator(),
+		seeds: append([]string(nil), seeds...), conns: map[string]*grpc.ClientConn{}}
+	if _, err := c.resolve(ctx); err != nil && !anyReached(err) {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// NewMsgID returns a fresh unique message id (UNIQ_KEY).
+func (c *Client) NewMsgID() string { return c.ids.Next() }
+
+// Close closes every connection.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done = true
+	for _, cc := range c.conns {
+		_ = cc.Close()
+	}
+	c.conns = map[string]*grpc.ClientConn{}
+	return nil
+}
+
+func (c *Client) rpc(addr string) (pb.RaftMQClient, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return nil, ErrClosed
+	}
+	cc, ok := c.conns[addr]
+	if !ok {
+		var err error
+		if cc, err = grpc.NewClient(addr, c.opts.DialOptions...); err != nil {
+			return nil, fmt.Errorf("client: %s: %w", addr, err)
+		}
+		c.conns[addr] = cc
+	}
+	return pb.NewRaftMQClient(cc), nil
+}
+
+func (c *Client) endpoints() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.seeds...)
+}
+
+func (c *Client) leader() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lead
+}
+
+func (c *Client) setLeader(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lead = addr
+	c.learn(addr)
+}
+
+// learn adds addr to the endpoints (mu held).
+func (c *Client) learn(addr string) {
+	if addr == "" {
+		return
+	}
+	for _, s := range c.seeds {
+		if s == addr {
+			return
+		}
+	}
+	c.seeds = append(c.seeds, addr)
+}
+
+// noLeaderError says every endpoint was probed; reached tells whether any
+// answered.
+type noLeaderError struct {
+	reached bool
+	last    error
+}
+
+func (e *noLeaderError) Error() string {
+	if e.reached {
+		return "client: no leader known to any reachable node"
+	}
+	return fmt.Sprintf("client: no server reachable: %v", e.last)
+}
+
+func (e *noLeaderError) Unwrap() error { return ErrUnavailable }
+
+func anyReached(err error) bool {
+	e, ok := err.(*noLeaderError)
+	return ok && e.reached
+}
+
+// resolve asks every endpoint for the leader and remembers it.
+func (c *Client) resolve(ctx context.Context) (string, error) {
+	nl := &noLeaderError{}
+	for _, addr := range c.endpoints() {
+		st, err := c.probe(ctx, addr)
+		if err != nil {
+			nl.last = err
+			if ctx.Err() != nil {
+				return "", ctxErr(ctx, err)
+			}
+			continue
+		}
+		nl.reached = true
+		c.mu.Lock()
+		for _, m := range st.GetMembers() {
+			c.learn(m.GetApiAddr())
+		}
+		c.mu.Unlock()
+		if l := st.GetLeaderApiAddr(); l != "" {
+			c.setLeader(l)
+			return l, nil
+		}
+	}
+	return "", nl
+}
+
+func (c *Client) probe(ctx context.Context, addr string) (*pb.StatusResponse, error) {
+	r, err := c.rpc(addr)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, c.opts.ProbeTimeout)
+	defer cancel()
+	return r.Status(pctx, &pb.StatusRequest{})
+}
+
+// write runs call on the leader, following leader changes while the error
+// proves the request was not proposed. idempotent writes are also retried
+// after an unknown outcome.
+func (c *Client) write(ctx context.Context, idempotent bool, call func(context.Context, pb.RaftMQClient) error) error {
+	var last error
+	for attempt := 0; attempt < c.opts.MaxAttempts; attempt++ {
+		if attempt > 0 && !c.pause(ctx, attempt) {
+			return ctxErr(ctx, last)
+		}
+		addr := c.leader()
+		if addr == "" {
+			var err error
+			if addr, err = c.resolve(ctx); err != nil {
+				last = err
+				continue
+			}
+		}
+		r, err := c.rpc(addr)
+		if err != nil {
+			return err
+		}
+		err = call(ctx, r)
+		if err == nil {
+			return nil
+		}
+		last = err
+		safe := retrySafe(err)
+		if !safe && !(idempotent && ctx.Err() == nil && transient(err)) {
+			return classify(err, true)
+		}
+		_, hint := transport.RetryReason(err)
+		c.log.Debug("write not accepted; re-resolving leader", "addr", addr, "hint", hint, "error", err)
+		c.setLeader(hint)
+	}
+	return fmt.Errorf("%w after %d attempts: %w", ErrUnavailable, c.opts.MaxAttempts, last)
+}
+
+// read runs call on the leader (or any node with ReadFromAny), moving to
+// another node when one is unavailable. Reads are always safe to retry.
+func (c *Client) read(ctx context.Context, call func(context.Context, pb.RaftMQClient) error) error {
+	var last error
+	for attempt := 0; attempt < c.opts.MaxAttempts; attempt++ {
+		if attempt > 0 && !c.pause(ctx, attempt) {
+			return ctxErr(ctx, last)
+		}
+		addr := c.readAddr(attempt)
+		r, err := c.rpc(addr)
+		if err != nil {
+			return err
+		}
+		err = call(ctx, r)
+		if err == nil {
+			return nil
+		}
+		last = err
+		if ctx.Err() != nil || !transient(err) {
+			return classify(err, false)
+		}
+		if addr == c.leader() {
+			c.setLeader("")
+		}
+	}
+	return fmt.Errorf("%w after %d attempts: %w", ErrUnavailable, c.opts.MaxAttempts, last)
+}
+
+func (c *Client) readAddr(attempt int) string {
+	if !c.opts.ReadFromAny {
+		if l := c.leader(); l != "" {
+			return l
+		}
+	}
+	eps := c.endpoints()
+	return eps[attempt%len(eps)]
+}
+
+// pause sleeps the backoff for attempt, or returns false when ctx ends.
+func (c *Client) pause(ctx context.Context, attempt int) bool {
+	d := c.opts.Backoff << min(attempt-1, 5)
+	if d > time.Second {
+		d = time.Second
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

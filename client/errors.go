@@ -1,0 +1,88 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/raftmq/raftmq/transport"
+)
+
+// Errors returned by the client wrap one of these sentinels and the gRPC
+// status error they came from (so status.Code works on them too).
+var (
+	// ErrOutcomeUnknown: the write reached a server but its fate is unknown
+	// (leadership lost after proposing, deadline or connection loss after
+	// sending). It may or may not have been applied; it is never retried.
+	ErrOutcomeUnknown = errors.New("client: outcome unknown")
+	// ErrUnavailable: no leader (or no server) could be reached before the
+	// retries or the context ran out. Nothing was applied.
+	ErrUnavailable   = errors.New("client: cluster unavailable")
+	ErrInvalid       = errors.New("client: invalid argument")
+	ErrNotFound      = errors.New("client: not found")
+	ErrAlreadyExists = errors.New("client: already exists")
+	ErrClosed        = errors.New("client: closed")
+	ErrNoSeeds       = errors.New("client: no seed addresses")
+)
+
+// classify turns an RPC error into a client error. write says whether the
+// request may have changed state (then transport failures after sending
+// become ErrOutcomeUnknown).
+func classify(err error, write bool) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		if write {
+			return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+		}
+		return err
+	}
+	switch st.Code() {
+	case codes.InvalidArgument, codes.ResourceExhausted, codes.OutOfRange:
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	case codes.NotFound:
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case codes.AlreadyExists:
+		return fmt.Errorf("%w: %w", ErrAlreadyExists, err)
+	case codes.Unknown, codes.DeadlineExceeded, codes.Canceled, codes.Unavailable, codes.Internal,
+		codes.Aborted, codes.DataLoss:
+		if write {
+			return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+		}
+		if st.Code() == codes.Unavailable {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+	}
+	return err
+}
+
+// retrySafe reports whether a write may be sent again: the error proves the
+// request was not proposed (not leader / no leader, or refused while
+// dialing).
+func retrySafe(err error) bool { return transport.NotSent(err) }
+
+// IsOutcomeUnknown reports whether err means a write may or may not have
+// been applied.
+func IsOutcomeUnknown(err error) bool { return errors.Is(err, ErrOutcomeUnknown) }
+
+func ctxErr(ctx context.Context, last error) error {
+	if last != nil {
+		return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
+	}
+	return ctx.Err()
+}
+
+// transient reports errors worth retrying for a request that is safe to
+// repeat (reads, idempotent writes).
+func transient(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.Unknown, codes.Aborted, codes.DeadlineExceeded, codes.Internal:
+		return true
+	}
+	return false
+}
