@@ -1,0 +1,226 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/raftmq/raftmq/transport"
+)
+
+func TestLeaderDiscoveryFromFollowerSeed(t *testing.T) {
+	leader, follower, lAddr, fAddr := cluster(t)
+	c := newClient(t, deadAddr(t), fAddr)
+	if c.leader() != lAddr {
+		t.Fatalf("leader %q, want %q", c.leader(), lAddr)
+	}
+	res, err := c.Send(testCtx(t), NewMessage("T", []byte("x")).WithQueue(1))
+	if err != nil || len(res) != 1 || res[0].QueueID != 1 || len(res[0].MsgID) != 32 {
+		t.Fatalf("send: %v %+v", err, res)
+	}
+	if leader.Sends() != 1 || follower.Sends() != 0 {
+		t.Fatalf("sends leader=%d follower=%d", leader.Sends(), follower.Sends())
+	}
+}
+
+func TestNewFailsWithNoServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := New(ctx, []string{deadAddr(t)}, Options{}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err %v, want ErrUnavailable", err)
+	}
+	if _, err := New(ctx, nil, Options{}); !errors.Is(err, ErrNoSeeds) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// The leader steps down (no leader for a while, then the other node leads):
+// the not-sent error is retried on the new leader, exactly once.
+func TestFollowsLeaderChange(t *testing.T) {
+	a, b, aAddr, bAddr := cluster(t)
+	c := newClient(t, aAddr)
+	a.set(func(f *fakeNode) {
+		f.sendErr = transport.ErrNoLeader
+		f.status = transport.ClusterStatus{ID: "n1", LeaderID: "n2", LeaderAPIAddr: bAddr}
+	})
+	b.set(func(f *fakeNode) {
+		f.sendErr = nil
+		f.status = transport.ClusterStatus{ID: "n2", LeaderID: "n2", LeaderAPIAddr: bAddr}
+	})
+	if _, err := c.Send(testCtx(t), NewMessage("T", []byte("x"))); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if a.Sends() != 1 || b.Sends() != 1 || c.leader() != bAddr {
+		t.Fatalf("sends a=%d b=%d leader=%s", a.Sends(), b.Sends(), c.leader())
+	}
+}
+
+func TestRetriesRefusedConnection(t *testing.T) {
+	leader, _, lAddr, _ := cluster(t)
+	c := newClient(t, lAddr)
+	c.setLeader(deadAddr(t)) // stale: that node is gone
+	if _, err := c.Send(testCtx(t), NewMessage("T", []byte("x"))); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if leader.Sends() != 1 || c.leader() != lAddr {
+		t.Fatalf("sends %d leader %s", leader.Sends(), c.leader())
+	}
+}
+
+func TestOutcomeUnknownIsNotRetried(t *testing.T) {
+	leader, _, lAddr, _ := cluster(t)
+	c := newClient(t, lAddr)
+	leader.set(func(f *fakeNode) { f.sendErr = fmt.Errorf("raft: %w", transport.ErrOutcomeUnknown) })
+	_, err := c.Send(testCtx(t), NewMessage("T", []byte("x")))
+	if !IsOutcomeUnknown(err) || status.Code(err) != codes.Unknown {
+		t.Fatalf("err %v", err)
+	}
+	if leader.Sends() != 1 {
+		t.Fatalf("sent %d times", leader.Sends())
+	}
+
+	// A deadline after the request reached the leader: unknown too.
+	leader.set(func(f *fakeNode) { f.sendErr, f.block = nil, true })
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = c.Send(ctx, NewMessage("T", []byte("x")))
+	if !IsOutcomeUnknown(err) || leader.Sends() != 2 {
+		t.Fatalf("deadline: err %v sends %d", err, leader.Sends())
+	}
+}
+
+func TestNoLeaderGivesUp(t *testing.T) {
+	leader, follower, lAddr, _ := cluster(t)
+	c := newClient(t, lAddr)
+	for _, f := range []*fakeNode{leader, follower} {
+		f.set(func(f *fakeNode) { f.sendErr, f.status = transport.ErrNoLeader, transport.ClusterStatus{ID: "x"} })
+	}
+	c.opts.MaxAttempts = 3
+	err := c.CreateTopic(testCtx(t), "T", 8)
+	if !errors.Is(err, ErrUnavailable) || IsOutcomeUnknown(err) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		err   error
+		write bool
+		want  error
+	}{
+		{status.Error(codes.InvalidArgument, "x"), true, ErrInvalid},
+		{status.Error(codes.NotFound, "x"), false, ErrNotFound},
+		{status.Error(codes.AlreadyExists, "x"), true, ErrAlreadyExists},
+		{status.Error(codes.Unknown, "outcome unknown"), true, ErrOutcomeUnknown},
+		{status.Error(codes.DeadlineExceeded, "x"), true, ErrOutcomeUnknown},
+		{status.Error(codes.Unavailable, "transport is closing"), true, ErrOutcomeUnknown},
+		{status.Error(codes.Unavailable, "x"), false, ErrUnavailable},
+	}
+	for _, tc := range cases {
+		if got := classify(tc.err, tc.write); !errors.Is(got, tc.want) || status.Code(got) != status.Code(tc.err) {
+			t.Errorf("classify(%v, %v) = %v, want %v", tc.err, tc.write, got, tc.want)
+		}
+	}
+	refused := status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`)
+	if !retrySafe(refused) || retrySafe(status.Error(codes.Unavailable, "error reading from server: EOF")) {
+		t.Fatal("retrySafe misclassifies")
+	}
+}
+
+func TestIDGeneratorUnique(t *testing.T) {
+	g1, g2 := NewIDGenerator(), NewIDGenerator()
+	seen := map[string]bool{}
+	for i := 0; i < 10000; i++ {
+		for _, id := range []string{g1.Next(), g2.Next()} {
+			if len(id) != 32 || strings.ToUpper(id) != id || seen[id] {
+				t.Fatalf("bad or repeated id %q", id)
+			}
+			seen[id] = true
+		}
+	}
+}
+
+func TestMessageProperties(t *testing.T) {
+	m := NewMessage("T", nil).WithID("ID1").WithKeys("a", "b").WithTag("tg").WithProperty("z", "1").WithProperty("y", "2")
+	var got []string
+	for _, p := range m.toProto().GetProperties() {
+		got = append(got, p.GetKey()+"="+p.GetValue())
+	}
+	if want := "UNIQ_KEY=ID1 KEYS=a b TAGS=tg y=2 z=1"; strings.Join(got, " ") != want {
+		t.Fatalf("properties %q, want %q", strings.Join(got, " "), want)
+	}
+}
+
+func TestProducerBatchesAndCallsBackOnce(t *testing.T) {
+	leader, _, lAddr, _ := cluster(t)
+	c := newClient(t, lAddr)
+	p := NewProducer(c, ProducerOptions{MaxBatch: 16, Linger: time.Millisecond, MaxInFlight: 3})
+	const n = 1000
+	var mu sync.Mutex
+	got := map[string]int{}
+	for i := 0; i < n; i++ {
+		p.SendAsync(NewMessage("T", []byte("x")).WithQueue(0), func(r SendResult, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Errorf("send: %v", err)
+			}
+			got[r.MsgID]++
+		})
+	}
+	if err := p.Flush(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(got) != n {
+		t.Fatalf("%d distinct callbacks, want %d", len(got), n)
+	}
+	for id, k := range got {
+		if k != 1 {
+			t.Fatalf("%s called back %d times", id, k)
+		}
+	}
+	mu.Unlock()
+	leader.mu.Lock()
+	for _, b := range leader.batches {
+		if b > 16 {
+			t.Errorf("batch of %d > MaxBatch", b)
+		}
+	}
+	if len(leader.batches) >= n {
+		t.Errorf("%d batches for %d messages: no batching", len(leader.batches), n)
+	}
+	leader.mu.Unlock()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var closedErr error
+	p.SendAsync(NewMessage("T", nil), func(_ SendResult, err error) { closedErr = err })
+	if !errors.Is(closedErr, ErrClosed) {
+		t.Fatalf("after close: %v", closedErr)
+	}
+}
+
+func TestProducerCloseDeliversQueued(t *testing.T) {
+	_, _, lAddr, _ := cluster(t)
+	c := newClient(t, lAddr)
+	p := NewProducer(c, ProducerOptions{MaxBatch: 1000, Linger: time.Hour})
+	var mu sync.Mutex
+	calls := 0
+	for i := 0; i < 10; i++ {
+		p.SendAsync(NewMessage("T", nil).WithQueue(0), func(SendResult, error) { mu.Lock(); calls++; mu.Unlock() })
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 10 {
+		t.Fatalf("%d callbacks after Close, want 10", calls)
+	}
+}
