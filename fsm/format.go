@@ -42,6 +42,8 @@ package fsm
 //	  appliedTerm    u64
 //	  confirmOffset  i64
 //	  minOffset      i64
+//	  lastEntryOff   i64   (start of the entry ending at confirmOffset, -1: none)
+//	  storeTimestamp i64   (store time of that entry)
 //	  metaLen        u32, meta [metaLen]byte       (store.Snapshot.Meta, opaque)
 //	  memberCount    u32, then per member: id str16, apiAddr str16
 //	  segmentCount   u32, then per segment: start i64, length i64

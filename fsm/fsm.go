@@ -74,16 +74,9 @@ func New(st *store.Store, cfg Config) *FSM {
 	return f
 }
 
-// lastTimestamper is implemented by a store that reports the store timestamp
-// of the last applied entry; it seeds the monotonic clock after recovery.
-type lastTimestamper interface{ LastStoreTimestamp() int64 }
-
 func (f *FSM) setStore(st *store.Store) {
 	f.st.Store(st)
-	f.lastTS = 0
-	if lt, ok := any(st).(lastTimestamper); ok {
-		f.lastTS = lt.LastStoreTimestamp()
-	}
+	f.lastTS = st.LastStoreTimestamp() // recovered: timestamps stay monotonic across restarts
 }
 
 // Store returns the current store (it changes when a snapshot is restored).
@@ -177,8 +170,10 @@ func (f *FSM) execute(st *store.Store, h *store.EntryHeader, cmd *Command) (*App
 		return &ApplyResponse{Results: res}, err
 	case CmdCommitOffsets:
 		return &ApplyResponse{}, st.CommitOffsets(*h, cmd.Commits)
-	case CmdCreateTopic, CmdUpdateTopic:
+	case CmdCreateTopic:
 		return &ApplyResponse{}, st.CreateTopic(*h, cmd.Topic)
+	case CmdUpdateTopic:
+		return &ApplyResponse{}, fmt.Errorf("%w: the store has no topic update yet", ErrUnknownCommand)
 	case CmdDeleteTopic:
 		return &ApplyResponse{}, st.DeleteTopic(*h, cmd.TopicName)
 	case CmdSetMemberMeta:
@@ -204,7 +199,7 @@ func (f *FSM) replayMember(data []byte) {
 func IsDeterministic(err error) bool {
 	for _, e := range []error{store.ErrBadTopic, store.ErrNoSuchTopic, store.ErrBadQueue,
 		store.ErrMessageTooLarge, store.ErrPropsTooLarge, store.ErrBadOffset,
-		store.ErrNotFound, store.ErrTopicExists, ErrMalformed, ErrUnknownCommand} {
+		store.ErrNotFound, store.ErrTopicExists, store.ErrBadCommand, ErrMalformed, ErrUnknownCommand} {
 		if errors.Is(err, e) {
 			return true
 		}

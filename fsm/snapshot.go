@@ -116,6 +116,8 @@ func EncodeSnapshotHeader(h SnapshotHeader) []byte {
 	b = binary.BigEndian.AppendUint64(b, h.Store.AppliedTerm)
 	b = binary.BigEndian.AppendUint64(b, uint64(h.Store.ConfirmOffset))
 	b = binary.BigEndian.AppendUint64(b, uint64(h.Store.MinOffset))
+	b = binary.BigEndian.AppendUint64(b, uint64(h.Store.LastEntryOffset))
+	b = binary.BigEndian.AppendUint64(b, uint64(h.Store.StoreTimestamp))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(h.Store.Meta)))
 	b = append(b, h.Store.Meta...)
 	ids := make([]string, 0, len(h.Members))
@@ -202,6 +204,7 @@ func ReadSnapshotHeader(r io.Reader) (SnapshotHeader, error) {
 	}
 	h.Store.AppliedIndex, h.Store.AppliedTerm = hr.u64(), hr.u64()
 	h.Store.ConfirmOffset, h.Store.MinOffset = int64(hr.u64()), int64(hr.u64())
+	h.Store.LastEntryOffset, h.Store.StoreTimestamp = int64(hr.u64()), int64(hr.u64())
 	if n := hr.bounded(maxSnapshotMeta, "meta"); n > 0 {
 		h.Store.Meta = readChunked(hr, n)
 	}

@@ -1,0 +1,237 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/goleak"
+
+	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/vfs"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func smallStoreConfig() store.Config {
+	c := store.DefaultConfig("/data/store")
+	c.CommitLogFileSize = 64 << 10
+	c.ConsumeQueueFileSize = 20 * 64
+	c.IndexMaxHashSlots = 16
+	c.IndexMaxIndexes = 128
+	c.MaxMessageSize = 8 << 10
+	c.FlushInterval = time.Hour
+	c.CleanInterval = time.Hour
+	c.UseAllocator = false
+	c.PreTouch = false
+	return c
+}
+
+type testFSM struct {
+	*FSM
+	fs  *vfs.MemFS
+	cfg store.Config
+}
+
+func newTestFSM(t *testing.T) *testFSM {
+	t.Helper()
+	fs, cfg := vfs.NewMem(), smallStoreConfig()
+	st, err := store.Open(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &testFSM{FSM: New(st, Config{FS: fs, Store: cfg}), fs: fs, cfg: cfg}
+	t.Cleanup(func() { _ = f.Store().Close() })
+	return f
+}
+
+func entry(t *testing.T, index uint64, c Command) *raft.Log {
+	t.Helper()
+	b, err := c.Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: b}
+}
+
+func batch(ts int64, topic string, n int) Command {
+	c := Command{Type: CmdMessageBatch, LeaderTimestamp: ts, LeaderHost: commitlog.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 9001}}
+	for i := 0; i < n; i++ {
+		c.Messages = append(c.Messages, commitlog.Message{Topic: topic, QueueID: int32(i % 4), Body: fmt.Appendf(nil, "m%d@%d", i, ts)})
+	}
+	return c
+}
+
+// script is a log with every kind of outcome: applied, rejected, config.
+func script(t *testing.T) []*raft.Log {
+	return []*raft.Log{
+		entry(t, 1, Command{Type: CmdCreateTopic, Topic: store.TopicConfig{Name: "T", Queues: 4, Perm: 6}}),
+		entry(t, 2, batch(1000, "T", 5)),
+		{Index: 3, Term: 1, Type: raft.LogConfiguration},
+		entry(t, 4, Command{Type: CmdCreateTopic, Topic: store.TopicConfig{Name: "T", Queues: 4}}), // exists
+		{Index: 5, Term: 1, Type: raft.LogCommand, Data: []byte{1, 99, 0}},                         // malformed
+		entry(t, 6, batch(500, "T", 3)),                                                            // clock went back
+		entry(t, 7, Command{Type: CmdCommitOffsets, Commits: []store.OffsetCommit{{Group: "g", Topic: "T", QueueID: 1, Offset: 1}}}),
+		entry(t, 8, Command{Type: CmdSetMemberMeta, MemberID: "n1", MemberAPIAddr: "127.0.0.1:9001"}),
+	}
+}
+
+func TestApplyBatchOutcomes(t *testing.T) {
+	f := newTestFSM(t)
+	resp := f.ApplyBatch(script(t))
+	if len(resp) != 8 {
+		t.Fatalf("%d responses", len(resp))
+	}
+	if r := resp[1].(*ApplyResponse); r.Err != nil || len(r.Results) != 5 {
+		t.Fatalf("batch: %+v", r)
+	}
+	if resp[2] != nil {
+		t.Fatalf("configuration entry answered %v", resp[2])
+	}
+	if r := resp[3].(*ApplyResponse); !errors.Is(r.Err, store.ErrTopicExists) {
+		t.Fatalf("duplicate topic: %v", r.Err)
+	}
+	if r := resp[4].(*ApplyResponse); !errors.Is(r.Err, ErrUnknownCommand) {
+		t.Fatalf("malformed: %v", r.Err)
+	}
+	r6 := resp[5].(*ApplyResponse)
+	if r6.Err != nil || r6.Results[0].StoreTimestamp != 1000 {
+		t.Fatalf("store timestamp must stay monotonic (1000), got %+v", r6)
+	}
+	if got := f.Stats(); got != (Stats{Applied: 5, Rejected: 2, Other: 1}) {
+		t.Fatalf("stats %+v", got)
+	}
+	if idx, _ := f.Store().Applied(); idx != 8 {
+		t.Fatalf("applied index %d, want 8 (rejected entries advance it too)", idx)
+	}
+	if f.Members()["n1"] != "127.0.0.1:9001" {
+		t.Fatalf("members %v", f.Members())
+	}
+	if off, ok := f.Store().ConsumerOffset("g", "T", 1); !ok || off != 1 {
+		t.Fatalf("consumer offset %d %v", off, ok)
+	}
+}
+
+func TestReplaySkipsAppliedEntries(t *testing.T) {
+	f := newTestFSM(t)
+	log := script(t)
+	f.ApplyBatch(log[:4])
+	before := f.Store().ConfirmOffset()
+	// Raft re-delivers 1..8 after a restart: 1..4 (3 is configuration) skip.
+	resp := f.ApplyBatch(log)
+	if len(resp) != len(log) {
+		t.Fatalf("%d responses for %d entries", len(resp), len(log))
+	}
+	for i := 0; i < 4; i++ {
+		if i == 2 {
+			continue
+		}
+		if r := resp[i].(*ApplyResponse); !errors.Is(r.Err, store.ErrAlreadyApplied) {
+			t.Fatalf("entry %d: %v", i+1, r.Err)
+		}
+	}
+	st := f.Stats()
+	if st.Skipped != 3 || st.Applied != 2+3 {
+		t.Fatalf("stats %+v: want 3 skipped and 5 applied", st)
+	}
+	if f.Store().ConfirmOffset() <= before {
+		t.Fatal("tail was not applied")
+	}
+}
+
+type memSink struct {
+	bytes.Buffer
+	closed, cancelled bool
+}
+
+func (s *memSink) ID() string    { return "mem" }
+func (s *memSink) Cancel() error { s.cancelled = true; return nil }
+func (s *memSink) Close() error  { s.closed = true; return nil }
+
+func readQueue(t *testing.T, st *store.Store, topic string, q int32) []string {
+	t.Helper()
+	res, err := st.GetMessages(topic, q, 0, 1000, 1<<20, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range res.Messages {
+		out = append(out, fmt.Sprintf("%d/%d/%d:%s", m.QueueOffset, m.PhysicalOffset, m.StoreTimestamp, m.Body))
+	}
+	return out
+}
+
+func TestSnapshotRestore(t *testing.T) {
+	src := newTestFSM(t)
+	log := script(t)
+	for i := uint64(0); i < 40; i++ { // roll a few 64 KiB segments
+		log = append(log, entry(t, 9+i, batch(2000+int64(i), "T", 50)))
+	}
+	src.ApplyBatch(log)
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil || !sink.closed {
+		t.Fatalf("persist: %v (closed %v)", err, sink.closed)
+	}
+	snap.Release()
+	if cp := src.Store().Stats().CheckpointOffset; cp < src.Store().ConfirmOffset() {
+		t.Fatalf("checkpoint %d below confirm %d after Persist", cp, src.Store().ConfirmOffset())
+	}
+
+	dst := newTestFSM(t)
+	dst.ApplyBatch(script(t)[:2]) // state that the restore must discard
+	if err := dst.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	si, _ := src.Store().Applied()
+	di, _ := dst.Store().Applied()
+	if si != di || src.Store().ConfirmOffset() != dst.Store().ConfirmOffset() {
+		t.Fatalf("applied %d/%d confirm %d/%d", si, di, src.Store().ConfirmOffset(), dst.Store().ConfirmOffset())
+	}
+	for q := int32(0); q < 4; q++ {
+		a, b := readQueue(t, src.Store(), "T", q), readQueue(t, dst.Store(), "T", q)
+		if fmt.Sprint(a) != fmt.Sprint(b) || len(a) == 0 {
+			t.Fatalf("queue %d differs after restore: %d vs %d messages", q, len(a), len(b))
+		}
+	}
+	if dst.Members()["n1"] == "" {
+		t.Fatal("member map not restored")
+	}
+	// Both continue identically.
+	next := entry(t, 100, batch(3000, "T", 7))
+	src.Apply(next)
+	dst.Apply(next)
+	if src.Store().ConfirmOffset() != dst.Store().ConfirmOffset() {
+		t.Fatal("diverged after restore")
+	}
+}
+
+func TestRestoreRejectsCorruptStream(t *testing.T) {
+	src := newTestFSM(t)
+	src.ApplyBatch(script(t))
+	snap, _ := src.Snapshot()
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	b := sink.Bytes()
+	b[len(b)-20] ^= 0x55 // inside the last segment
+
+	dst := newTestFSM(t)
+	dst.ApplyBatch(script(t)[:2])
+	before, _ := dst.Store().Applied()
+	if err := dst.Restore(io.NopCloser(bytes.NewReader(b))); !errors.Is(err, ErrBadSnapshot) {
+		t.Fatalf("restore of corrupt stream: %v", err)
+	}
+	if idx, _ := dst.Store().Applied(); idx != before {
+		t.Fatalf("store changed by a failed restore: %d -> %d", before, idx)
+	}
+}

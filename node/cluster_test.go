@@ -1,0 +1,354 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"go.uber.org/goleak"
+
+	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/transport"
+)
+
+// hashicorp/raft's NetworkTransport does not close the connections it
+// accepted when it is closed; a handler stays blocked until the peer's side
+// closes, which is outside Node's control.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/hashicorp/raft.(*NetworkTransport).handleConn"))
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+func testConfig(t *testing.T, id string) Config {
+	c := DefaultConfig()
+	c.ID, c.Dir = id, t.TempDir()
+	c.RaftAddr, c.APIAddr, c.HTTPAddr = freeAddr(t), "127.0.0.1:0", "127.0.0.1:0"
+	c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout, c.Raft.LeaderLeaseTimeout = 300*time.Millisecond, 300*time.Millisecond, 150*time.Millisecond
+	c.Raft.CommitTimeout = 5 * time.Millisecond
+	c.Store.CommitLogFileSize = 256 << 10
+	c.Store.ConsumeQueueFileSize = 20 * 1024
+	c.Store.IndexMaxHashSlots, c.Store.IndexMaxIndexes = 64, 1024
+	c.Store.MaxMessageSize = 16 << 10
+	c.Store.UseAllocator, c.Store.PreTouch = false, false
+	c.CatchUpTimeout, c.ApplyTimeout, c.ShutdownGrace = 20*time.Second, 5*time.Second, 3*time.Second
+	c.Logger = hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Warn})
+	return c
+}
+
+type cluster struct {
+	t     *testing.T
+	cfgs  []Config
+	nodes []*Node
+}
+
+func startCluster(t *testing.T, size int) *cluster {
+	c := &cluster{t: t}
+	var peers PeerList
+	for i := 0; i < size; i++ {
+		cfg := testConfig(t, fmt.Sprintf("n%d", i+1))
+		cfg.Bootstrap = true
+		c.cfgs = append(c.cfgs, cfg)
+		peers = append(peers, Peer{cfg.ID, cfg.RaftAddr})
+	}
+	for i := range c.cfgs {
+		c.cfgs[i].Peers = peers
+		c.nodes = append(c.nodes, c.start(i))
+	}
+	t.Cleanup(c.closeAll)
+	return c
+}
+
+func (c *cluster) start(i int) *Node {
+	c.t.Helper()
+	n, err := New(c.cfgs[i])
+	if err != nil {
+		c.t.Fatalf("start %s: %v", c.cfgs[i].ID, err)
+	}
+	return n
+}
+
+func (c *cluster) closeAll() {
+	for _, n := range c.nodes {
+		if n != nil {
+			if err := n.Close(); err != nil {
+				c.t.Errorf("close: %v", err)
+			}
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (c *cluster) leader() *Node {
+	c.t.Helper()
+	var l *Node
+	waitFor(c.t, "a ready leader", 15*time.Second, func() bool {
+		for _, n := range c.nodes {
+			if n != nil && n.raft.State() == raft.Leader && n.isReady.Load() {
+				l = n
+				return true
+			}
+		}
+		return false
+	})
+	return l
+}
+
+// converge waits until every running node applied the leader's last index.
+func (c *cluster) converge() {
+	c.t.Helper()
+	l := c.leader()
+	want := l.raft.LastIndex()
+	waitFor(c.t, "replicas to converge", 20*time.Second, func() bool {
+		for _, n := range c.nodes {
+			if n == nil {
+				continue
+			}
+			if idx, _ := n.Store().Applied(); idx < want-1 { // the last may be a config/no-op entry
+				return false
+			}
+			if n.Store().ConfirmOffset() != l.Store().ConfirmOffset() {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// commitlogBytes reads a node's commitlog up to its confirm offset.
+func commitlogBytes(t *testing.T, n *Node) []byte {
+	t.Helper()
+	st := n.Store()
+	confirm := st.ConfirmOffset()
+	var out []byte
+	for _, f := range st.SegmentFiles(confirm) {
+		b, err := os.ReadFile(f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b[:min(int64(len(b)), confirm-f.Start)]...)
+	}
+	return out
+}
+
+func (c *cluster) assertIdentical() {
+	c.t.Helper()
+	c.converge()
+	var ref []byte
+	for _, n := range c.nodes {
+		if n == nil {
+			continue
+		}
+		if err := n.Store().Flush(); err != nil {
+			c.t.Fatal(err)
+		}
+		b := commitlogBytes(c.t, n)
+		if ref == nil {
+			ref = b
+			continue
+		}
+		if !bytes.Equal(ref, b) {
+			c.t.Fatalf("node %s commitlog differs (%d vs %d bytes)", n.cfg.ID, len(b), len(ref))
+		}
+	}
+	if len(ref) == 0 {
+		c.t.Fatal("empty commitlog")
+	}
+}
+
+func msgs(topic string, prefix string, n int) []commitlog.Message {
+	out := make([]commitlog.Message, n)
+	for i := range out {
+		out[i] = commitlog.Message{Topic: topic, QueueID: int32(i % 4), BornTimestamp: 1, Body: fmt.Appendf(nil, "%s-%d", prefix, i)}
+	}
+	return out
+}
+
+func (c *cluster) send(prefix string, n int) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.leader().Send(ctx, msgs("T", prefix, n))
+	if err != nil {
+		c.t.Fatalf("send %s: %v", prefix, err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			c.t.Fatalf("send %s: %v", prefix, r.Err)
+		}
+	}
+}
+
+func TestClusterReplicatesAndReplaysTail(t *testing.T) {
+	c := startCluster(t, 3)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ { // concurrent sends exercise group commit
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				c.send(fmt.Sprintf("g%d-%d", g, i), 5)
+			}
+		}()
+	}
+	wg.Wait()
+	c.assertIdentical()
+
+	// Restart a follower: it recovers its files and replays only the tail.
+	l := c.leader()
+	fi := 0
+	for i, n := range c.nodes {
+		if n != l {
+			fi = i
+		}
+	}
+	if err := c.nodes[fi].Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[fi] = nil
+	const tail = 7
+	for i := 0; i < tail; i++ {
+		c.send(fmt.Sprintf("tail-%d", i), 3)
+	}
+	c.nodes[fi] = c.start(fi)
+	c.assertIdentical()
+	st := c.nodes[fi].FSMStats()
+	t.Logf("restarted follower: %+v", st)
+	if st.Applied != tail || st.Skipped == 0 {
+		t.Fatalf("restart applied %d (want %d, the tail only) and skipped %d (want > 0)", st.Applied, tail, st.Skipped)
+	}
+}
+
+func TestJoinPromotesNonvoter(t *testing.T) {
+	c := startCluster(t, 3)
+	c.send("before", 20)
+	cfg := testConfig(t, "n4")
+	cfg.Join = c.leader().APIAddr()
+	c.cfgs = append(c.cfgs, cfg)
+	c.nodes = append(c.nodes, c.start(3))
+	waitFor(t, "n4 to become a voter", 30*time.Second, func() bool {
+		srv, ok, _ := c.leader().server("n4")
+		return ok && srv.Suffrage == raft.Voter
+	})
+	c.send("after", 20)
+	c.assertIdentical()
+	st := c.nodes[3].Status()
+	if len(st.Members) != 4 || st.LeaderAPIAddr == "" {
+		t.Fatalf("n4 status: %+v", st)
+	}
+}
+
+func TestTransferUnderLoadLosesNothing(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		mu      sync.Mutex
+		acked   = map[string]bool{}
+		unknown = map[string]bool{}
+		wg      sync.WaitGroup
+	)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				body := fmt.Sprintf("w%d-%d", g, i)
+				m := []commitlog.Message{{Topic: "T", QueueID: int32(g), BornTimestamp: 1, Body: []byte(body)}}
+				var target *Node
+				for _, n := range c.nodes {
+					if n.raft.State() == raft.Leader {
+						target = n
+					}
+				}
+				if target == nil {
+					time.Sleep(5 * time.Millisecond) // no leader right now: back off
+					continue
+				}
+				sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
+				_, err := target.Send(sctx, m)
+				scancel()
+				mu.Lock()
+				switch {
+				case err == nil:
+					acked[body] = true
+				case errors.Is(err, transport.ErrOutcomeUnknown), errors.Is(err, context.Canceled):
+					unknown[body] = true
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	old := c.leader()
+	waitFor(t, "some writes", 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(acked) > 50 })
+	if err := old.Transfer(context.Background(), ""); err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+	waitFor(t, "a new leader taking writes", 15*time.Second, func() bool {
+		l := c.leader()
+		return l != old
+	})
+	n0 := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }()
+	waitFor(t, "writes after the transfer", 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(acked) > n0+50 })
+	cancel()
+	wg.Wait()
+	c.assertIdentical()
+
+	seen := map[string]int{}
+	st := c.leader().Store()
+	for q := int32(0); q < 4; q++ {
+		for off := int64(0); ; {
+			res, err := st.GetMessages("T", q, off, 256, 1<<20, "")
+			if err != nil || len(res.Messages) == 0 {
+				break
+			}
+			for _, m := range res.Messages {
+				seen[string(m.Body)]++
+			}
+			off = res.NextOffset
+		}
+	}
+	for body := range acked {
+		if seen[body] != 1 {
+			t.Fatalf("acknowledged %s seen %d times", body, seen[body])
+		}
+	}
+	for body, k := range seen {
+		if k != 1 || (!acked[body] && !unknown[body]) {
+			t.Fatalf("%s stored %d times (acked %v, unknown %v)", body, k, acked[body], unknown[body])
+		}
+	}
+	t.Logf("acked %d, unknown %d, stored %d", len(acked), len(unknown), len(seen))
+}
