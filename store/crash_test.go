@@ -19,14 +19,13 @@ import (
 // durable checkpoint, with consume queues and index agreeing with it.
 
 type appliedMsg struct {
-	topic   string
-	queue   int32
-	offset  int64
-	phy     int64
-	body    []byte
-	key     string
-	entry   uint64
-	deleted bool // its segment may have been removed by retention
+	topic  string
+	queue  int32
+	offset int64
+	phy    int64
+	body   []byte
+	key    string
+	entry  uint64
 }
 
 type workloadModel struct {

@@ -180,8 +180,11 @@ func (s *Store) apply(p recovery.Plan) error {
 	if err := s.log.TruncateDirty(p.ConfirmOffset); err != nil {
 		return fmt.Errorf("store: truncate commitlog at %d: %w", p.ConfirmOffset, err)
 	}
+	// Consume queues and index are only trusted up to the checkpoint
+	// (ScanFrom): what lies above it may be torn or stale, and is rebuilt
+	// from the verified commitlog tail below.
 	for _, q := range s.cqs.Queues() {
-		if err := q.TruncateAtPhy(p.ConfirmOffset); err != nil {
+		if err := q.TruncateAtPhy(p.ScanFrom); err != nil {
 			return fmt.Errorf("store: truncate consume queue %s/%d: %w", q.Topic(), q.QueueID(), err)
 		}
 	}
@@ -194,14 +197,20 @@ func (s *Store) apply(p recovery.Plan) error {
 	}
 	s.meta = m
 	s.applied = entryMark{Offset: p.Last.Offset, End: p.ConfirmOffset, RaftIndex: p.Last.RaftIndex, Term: p.Last.Term, StoreTimestamp: p.Last.StoreTimestamp}
-	if err := s.redispatch(p.ScanFrom, p.ConfirmOffset, replayScope{}); err != nil {
+	if err := s.truncateQueuesToMeta(); err != nil {
 		return err
 	}
+	// Below the checkpoint: rebuild what a snapshot install or damage left
+	// missing, against the checkpoint's queue table.
 	rebuilt, err := s.rebuildIfMarked(p.ScanFrom)
 	if err != nil {
 		return err
 	}
 	if err := s.repairLaggingQueues(p.ScanFrom); err != nil {
+		return err
+	}
+	// Above it: replay the verified tail into meta, queues and index.
+	if err := s.redispatch(p.ScanFrom, p.ConfirmOffset, replayScope{}); err != nil {
 		return err
 	}
 	s.flushedOffset.Store(p.ScanFrom)
@@ -214,6 +223,19 @@ func (s *Store) apply(p recovery.Plan) error {
 	}
 	if rebuilt {
 		return s.fs.Remove(filepath.Join(s.cfg.Dir, rebuildMarker))
+	}
+	return nil
+}
+
+// truncateQueuesToMeta cuts every consume queue to the unit count the
+// checkpoint's queue table records: a damaged unit above the checkpoint can
+// hold a plausible but wrong PhyOffset that TruncateAtPhy would keep.
+func (s *Store) truncateQueuesToMeta() error {
+	for _, q := range s.cqs.Queues() {
+		next := s.meta.queues[queueKey{q.Topic(), q.QueueID()}]
+		if err := q.TruncateAtOffset(next); err != nil {
+			return fmt.Errorf("store: truncate consume queue %s/%d: %w", q.Topic(), q.QueueID(), err)
+		}
 	}
 	return nil
 }
@@ -231,7 +253,7 @@ func (s *Store) recoverIndex(p recovery.Plan) error {
 			return fmt.Errorf("store: recover index: %w", err)
 		}
 	}
-	return s.idx.TruncateAbove(p.ConfirmOffset)
+	return s.idx.TruncateAbove(p.ScanFrom)
 }
 
 func indexState(c recovery.IndexState) index.State {
