@@ -269,6 +269,7 @@ func (n *Node) Run(ctx context.Context) error {
 // over, shut Raft down, then close the store (flush, checkpoint, abort file).
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		n.log.Info("shutting down")
 		close(n.stop)
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownGrace)
 		defer cancel()
@@ -280,6 +281,7 @@ func (n *Node) Close() error {
 		}
 		n.transferOnShutdown()
 		n.closeErr = n.closeResources()
+		n.log.Info("stopped", "error", n.closeErr)
 	})
 	return n.closeErr
 }
