@@ -37,7 +37,7 @@ func toStatus(err error) error {
 	switch {
 	case errors.Is(err, store.ErrBadTopic), errors.Is(err, store.ErrBadQueue),
 		errors.Is(err, store.ErrMessageTooLarge), errors.Is(err, store.ErrPropsTooLarge),
-		errors.Is(err, store.ErrBadOffset):
+		errors.Is(err, store.ErrBadOffset), errors.Is(err, store.ErrBadCommand):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, store.ErrNoSuchTopic), errors.Is(err, store.ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())
