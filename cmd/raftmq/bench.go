@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/raftmq/raftmq/client"
+)
+
+type benchFlags struct {
+	mode     string
+	topic    string
+	n        int64
+	size     int
+	conc     int
+	duration time.Duration
+	rate     float64
+	batch    int
+}
+
+func runBench(e *env, g *globals, args []string) error {
+	if len(args) == 0 {
+		return usagef("usage: bench produce|consume|e2e -t T [-n N] [-s SIZE] [-c C] [--duration D] [--rate R] [--batch B]")
+	}
+	fs := newFlagSet("bench "+args[0], e.stderr)
+	f := benchFlags{mode: args[0]}
+	fs.StringVar(&f.topic, "t", "", "topic (required)")
+	fs.Int64Var(&f.n, "n", 10000, "messages (0: until --duration)")
+	fs.IntVar(&f.size, "s", 1024, "body size")
+	fs.IntVar(&f.conc, "c", 4, "concurrent producers or consumers")
+	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: when -n is done)")
+	fs.Float64Var(&f.rate, "rate", 0, "open loop: messages per second in total (0: closed loop)")
+	fs.IntVar(&f.batch, "batch", 1, "messages per send")
+	pos, err := parse(e, g, fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if err := f.check(pos); err != nil {
+		return err
+	}
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return bench(e, c, f)
+}
+
+func (f *benchFlags) check(pos []string) error {
+	switch {
+	case f.mode != "produce" && f.mode != "consume" && f.mode != "e2e":
+		return usagef("unknown bench mode %q (produce, consume or e2e)", f.mode)
+	case len(pos) > 0:
+		return usagef("unexpected argument %q", pos[0])
+	case f.topic == "":
+		return usagef("-t TOPIC is required")
+	case f.n < 0 || f.size < 0 || f.duration < 0 || f.rate < 0:
+		return usagef("-n, -s, --duration and --rate must not be negative")
+	case f.n == 0 && f.duration == 0:
+		return usagef("give -n or --duration")
+	case f.conc < 1 || f.conc > 4096:
+		return usagef("-c %d out of range [1, 4096]", f.conc)
+	case f.batch < 1 || f.batch > 4096:
+		return usagef("--batch %d out of range [1, 4096]", f.batch)
+	case f.mode == "e2e" && f.size < 8:
+		return usagef("e2e needs -s >= 8 (the body carries the send time)")
+	}
+	return nil
+}
+
+// recorder collects latencies per worker and merges them.
+type recorder struct {
+	mu     sync.Mutex
+	hist   *hdrhistogram.Histogram
+	count  atomic.Int64
+	bytes  atomic.Int64
+	errors atomic.Int64
+}
+
+func newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
+}
+
+func (r *recorder) merge(h *hdrhistogram.Histogram) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hist.Merge(h)
+}
+
+func bench(e *env, c *client.Client, f benchFlags) error {
+	ctx := e.ctx
+	if f.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.duration)
+		defer cancel()
+	}
+	rec := &recorder{hist: newHist()}
+	prog := startProgress(e.stderr, func() string {
+		return fmt.Sprintf("%s: %d messages, %d errors", f.mode, rec.count.Load(), rec.errors.Load())
+	})
+	start := time.Now()
+	var err error
+	switch f.mode {
+	case "produce":
+		err = benchProduce(ctx, c, f, rec, nil)
+	case "consume":
+		err = benchConsume(ctx, c, f, rec, false, nil)
+	case "e2e":
+		err = benchE2E(ctx, c, f, rec)
+	}
+	secs := time.Since(start).Seconds()
+	prog.Stop()
+	if err != nil {
+		return err
+	}
+	return reportBench(e, f, rec, secs)
+}
+
+// benchProduce sends f.n messages (or until ctx ends) from f.conc workers.
+// With --rate, batch k is due at start + k*batch/rate and its latency is
+// measured from that time (no coordinated omission).
+func benchProduce(ctx context.Context, c *client.Client, f benchFlags, rec *recorder, sent *atomic.Int64) error {
+	var slots atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < f.conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := newHist()
+			defer rec.merge(h)
+			for ctx.Err() == nil {
+				k := slots.Add(1) - 1
+				first := k * int64(f.batch)
+				if f.n > 0 && first >= f.n {
+					return
+				}
+				n := int64(f.batch)
+				if f.n > 0 {
+					n = min(n, f.n-first)
+				}
+				due := time.Now()
+				if f.rate > 0 {
+					due = start.Add(time.Duration(float64(first) / f.rate * float64(time.Second)))
+					if !sleepUntil(ctx, due) {
+						return
+					}
+				}
+				benchSendBatch(ctx, c, f, int(n), due, h, rec)
+				if sent != nil {
+					sent.Add(n)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func benchSendBatch(ctx context.Context, c *client.Client, f benchFlags, n int, due time.Time, h *hdrhistogram.Histogram, rec *recorder) {
+	msgs := make([]client.Message, n)
+	now := time.Now()
+	for i := range msgs {
+		body := make([]byte, f.size)
+		if f.size >= 8 {
+			binary.BigEndian.PutUint64(body, uint64(now.UnixNano()))
+		}
+		msgs[i] = client.NewMessage(f.topic, body)
+	}
+	res, err := c.Send(ctx, msgs...)
+	lat := time.Since(due)
+	if err != nil {
+		if ctx.Err() == nil {
+			rec.errors.Add(int64(n))
+		}
+		return
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			rec.errors.Add(1)
+			continue
+		}
+		if f.mode == "produce" {
+			_ = h.RecordValue(lat.Microseconds())
+			rec.count.Add(1)
+			rec.bytes.Add(int64(f.size))
+		}
+	}
+}
+
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return true
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
+}
+
+// benchConsume pulls every queue of the topic (queues split over f.conc
+// workers) until f.n messages or ctx ends. e2e records now - send time
+// (from the body) per message; otherwise the pull latency. start, if
+// given, are the offsets to start at.
+func benchConsume(ctx context.Context, c *client.Client, f benchFlags, rec *recorder, e2e bool, start map[int32]int64) error {
+	t, err := c.DescribeTopic(ctx, f.topic)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := 0; w < min(f.conc, int(t.Queues)); w++ {
+		var mine []int32
+		for q := int32(w); q < t.Queues; q += int32(f.conc) {
+			mine = append(mine, q)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := newHist()
+			defer rec.merge(h)
+			offs := map[int32]int64{}
+			for _, q := range mine {
+				offs[q] = t.Offsets[q].Min
+				if s, ok := start[q]; ok {
+					offs[q] = s
+				}
+			}
+			for ctx.Err() == nil {
+				for _, q := range mine {
+					if f.n > 0 && rec.count.Load() >= f.n {
+						cancel()
+						return
+					}
+					offs[q] = benchPull(ctx, c, f, q, offs[q], len(mine), e2e, h, rec)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func benchPull(ctx context.Context, c *client.Client, f benchFlags, q int32, off int64, queues int, e2e bool, h *hdrhistogram.Histogram, rec *recorder) int64 {
+	wait := 100 * time.Millisecond
+	if queues > 1 {
+		wait = 0
+	}
+	t0 := time.Now()
+	r, err := c.Pull(ctx, client.PullRequest{Topic: f.topic, QueueID: q, Offset: off, MaxMessages: 256, MaxWait: wait})
+	if err != nil {
+		if ctx.Err() == nil {
+			rec.errors.Add(1)
+		}
+		return off
+	}
+	now := time.Now()
+	for _, m := range r.Messages {
+		lat := now.Sub(t0)
+		if e2e && len(m.Body) >= 8 {
+			lat = now.Sub(time.Unix(0, int64(binary.BigEndian.Uint64(m.Body))))
+		}
+		_ = h.RecordValue(lat.Microseconds())
+		rec.count.Add(1)
+		rec.bytes.Add(int64(len(m.Body)))
+	}
+	if r.NextOffset > off {
+		return r.NextOffset
+	}
+	return off
+}
+
+func benchE2E(ctx context.Context, c *client.Client, f benchFlags, rec *recorder) error {
+	t, err := c.DescribeTopic(ctx, f.topic)
+	if err != nil {
+		return err
+	}
+	start := map[int32]int64{}
+	for _, q := range t.Offsets {
+		start[q.QueueID] = q.Max
+	}
+	perr := make(chan error, 1)
+	go func() { perr <- benchProduce(ctx, c, f, &recorder{hist: newHist()}, nil) }()
+	cerr := benchConsume(ctx, c, f, rec, true, start)
+	return errors.Join(cerr, <-perr)
+}
+
+func reportBench(e *env, f benchFlags, rec *recorder, secs float64) error {
+	h := rec.hist
+	ms := func(q float64) float64 { return float64(h.ValueAtQuantile(q)) / 1000 }
+	n := rec.count.Load()
+	sum := map[string]any{"mode": f.mode, "count": n, "seconds": secs,
+		"msgs_per_s": float64(n) / max(secs, 1e-9), "mb_per_s": float64(rec.bytes.Load()) / (1 << 20) / max(secs, 1e-9),
+		"p50_ms": ms(50), "p99_ms": ms(99), "p999_ms": ms(99.9), "max_ms": float64(h.Max()) / 1000,
+		"errors": rec.errors.Load()}
+	if e.json {
+		if err := e.emit(sum); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "%s: %d msgs in %.2fs = %.0f msg/s, %.2f MB/s; latency p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms; %d errors\n",
+			f.mode, n, secs, sum["msgs_per_s"], sum["mb_per_s"], ms(50), ms(99), ms(99.9), sum["max_ms"], rec.errors.Load())
+	}
+	if rec.errors.Load() > 0 {
+		return fmt.Errorf("%d errors", rec.errors.Load())
+	}
+	return nil
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/transport/transporttest"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code = run(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := lis.Addr().String()
+	_ = lis.Close()
+	return a
+}
+
+// Bad usage exits 2 without contacting any server (--server points nowhere).
+func TestUsageErrors(t *testing.T) {
+	dead := deadAddr(t)
+	cases := [][]string{
+		{},
+		{"nosuchcommand"},
+		{"--nosuchflag", "topic", "list"},
+		{"topic"},
+		{"topic", "frobnicate"},
+		{"topic", "create"},
+		{"topic", "create", "T", "--queues", "0"},
+		{"topic", "create", "T", "--queues", "x"},
+		{"topic", "list", "extra"},
+		{"topic", "describe"},
+		{"produce"},
+		{"produce", "-t", "T", "-n", "0"},
+		{"produce", "-t", "T", "-s", "-1"},
+		{"produce", "-t", "T", "--batch", "0"},
+		{"produce", "-t", "T", "stray"},
+		{"consume"},
+		{"consume", "-t", "T", "--from", "3", "--group", "g"},
+		{"consume", "-t", "T", "-n", "-1"},
+		{"query"},
+		{"query", "--key", "k"},
+		{"query", "--key", "k", "-t", "T", "--msg-id", "x"},
+		{"cluster"},
+		{"cluster", "join", "n4"},
+		{"cluster", "remove"},
+		{"cluster", "transfer", "a", "b"},
+		{"cluster", "dance"},
+		{"bench"},
+		{"bench", "sing", "-t", "T"},
+		{"bench", "produce"},
+		{"bench", "produce", "-t", "T", "-n", "0"},
+		{"bench", "e2e", "-t", "T", "-s", "4"},
+		{"bench", "produce", "-t", "T", "-c", "0"},
+		{"verify"},
+		{"--server", "", "topic", "list"},
+	}
+	for _, args := range cases {
+		full := append([]string{"--server", dead}, args...)
+		if len(args) > 0 && args[0] == "--server" {
+			full = args
+		}
+		code, _, stderr := runCLI(t, full...)
+		if code != exitUsage {
+			t.Errorf("%q: exit %d, want %d (stderr %q)", args, code, exitUsage, stderr)
+		}
+		if stderr == "" {
+			t.Errorf("%q: no message on stderr", args)
+		}
+	}
+}
+
+func TestUnreachableServerFails(t *testing.T) {
+	code, _, stderr := runCLI(t, "--server", deadAddr(t), "topic", "list")
+	if code != exitFail || !strings.Contains(stderr, "raftmq topic") {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	if code, _, _ := runCLI(t, "help"); code != exitOK {
+		t.Fatalf("help: exit %d", code)
+	}
+	if code, _, _ := runCLI(t, "produce", "-h"); code != exitOK {
+		t.Fatalf("produce -h: exit %d", code)
+	}
+}
+
+func TestParseInterleaved(t *testing.T) {
+	e := &env{}
+	g := &globals{server: "x:1"}
+	fs := newFlagSet("t", &bytes.Buffer{})
+	q := fs.Int("queues", 8, "")
+	pos, err := parse(e, g, fs, []string{"T", "--queues", "3", "--json", "--server", "a:1, b:2", "U"})
+	if err != nil || *q != 3 || !e.json || strings.Join(pos, ",") != "T,U" || strings.Join(e.servers, ",") != "a:1,b:2" {
+		t.Fatalf("pos %v q %d json %v servers %v err %v", pos, *q, e.json, e.servers, err)
+	}
+}
+
+// A whole session against an in-process server over a real store.
+func TestSession(t *testing.T) {
+	s := transporttest.StartT(t)
+	srv := "--server=" + s.Addr
+	ack := filepath.Join(t.TempDir(), "acks.tsv")
+
+	mustRun(t, srv, "topic", "create", "T", "--queues", "2")
+	if code, _, stderr := runCLI(t, srv, "topic", "create", "T"); code != exitFail || !strings.Contains(stderr, "exists") {
+		t.Fatalf("duplicate create: %d %q", code, stderr)
+	}
+	out := mustRun(t, srv, "topic", "list")
+	if !strings.Contains(out, "T\t2") {
+		t.Fatalf("list: %q", out)
+	}
+	mustRun(t, srv, "produce", "-t", "T", "-n", "50", "-s", "100", "--key", "K", "--tag", "red", "--ack-log", ack, "--batch", "7")
+	acks := readAcks(t, ack)
+	if len(acks) != 50 {
+		t.Fatalf("%d ack lines", len(acks))
+	}
+
+	out = mustRun(t, srv, "--json", "consume", "-t", "T", "--to-end")
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var m messageJSON
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("bad json %q: %v", sc.Text(), err)
+		}
+		want, ok := acks[m.MsgID]
+		if !ok || want != [2]int64{int64(m.QueueID), m.QueueOffset} {
+			t.Fatalf("message %s at %d/%d not as acknowledged (%v)", m.MsgID, m.QueueID, m.QueueOffset, want)
+		}
+		if !strings.HasPrefix(m.Body, m.MsgID) || len(m.Body) != 100 || m.Tags != "red" || len(m.Keys) != 1 || m.Keys[0] != "K" {
+			t.Fatalf("message %+v", m)
+		}
+		seen[m.MsgID] = true
+	}
+	if len(seen) != 50 {
+		t.Fatalf("consumed %d distinct messages, want 50", len(seen))
+	}
+
+	// Group mode: reads 5, commits, then continues where it stopped.
+	out = mustRun(t, srv, "consume", "-t", "T", "-q", "0", "--group", "g", "-n", "5")
+	if n := strings.Count(out, "\n"); n != 5 {
+		t.Fatalf("group consume printed %d lines", n)
+	}
+	out = mustRun(t, srv, "consume", "-t", "T", "-q", "0", "--group", "g", "--to-end")
+	q0 := 0
+	for _, a := range acks {
+		if a[0] == 0 {
+			q0++
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != q0-5 {
+		t.Fatalf("second group consume read %d of queue 0's %d messages, want %d", len(lines), q0, q0-5)
+	}
+	for _, line := range lines {
+		var topic string
+		var q, off int64
+		if _, err := fmt.Sscanf(line, "%s\t%d\t%d", &topic, &q, &off); err != nil || off < 5 {
+			t.Fatalf("group re-read an early offset: %q (%v)", line, err)
+		}
+	}
+
+	var id string
+	for k := range acks {
+		id = k
+		break
+	}
+	out = mustRun(t, srv, "query", "--msg-id", id)
+	if !strings.Contains(out, id) {
+		t.Fatalf("query by id: %q", out)
+	}
+	out = mustRun(t, srv, "--json", "query", "--key", "K", "-t", "T")
+	if n := strings.Count(out, "\n"); n != 50 {
+		t.Fatalf("query by key found %d", n)
+	}
+	if code, _, _ := runCLI(t, srv, "query", "--msg-id", "nope"); code != exitFail {
+		t.Fatalf("missing id: exit %d", code)
+	}
+
+	out = mustRun(t, srv, "--json", "bench", "produce", "-t", "T", "-n", "200", "-s", "64", "-c", "2", "--batch", "10")
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || sum["count"].(float64) != 200 || sum["errors"].(float64) != 0 {
+		t.Fatalf("bench summary %q: %v", out, err)
+	}
+	for _, k := range []string{"seconds", "msgs_per_s", "mb_per_s", "p50_ms", "p99_ms", "p999_ms"} {
+		if _, ok := sum[k]; !ok {
+			t.Fatalf("bench summary lacks %s: %q", k, out)
+		}
+	}
+	out = mustRun(t, srv, "--json", "bench", "e2e", "-t", "T", "-n", "100", "-s", "64", "-c", "2")
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || sum["count"].(float64) < 100 {
+		t.Fatalf("e2e summary %q: %v", out, err)
+	}
+	out = mustRun(t, srv, "--json", "cluster", "status")
+	if !strings.Contains(out, `"leaderId":"local"`) {
+		t.Fatalf("status %q", out)
+	}
+	mustRun(t, srv, "topic", "delete", "T")
+	if code, _, _ := runCLI(t, srv, "topic", "describe", "T"); code != exitFail {
+		t.Fatalf("describe deleted topic: exit %d", code)
+	}
+}
+
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, stderr := runCLI(t, args...)
+	if code != exitOK {
+		t.Fatalf("%q: exit %d, stderr %q", args, code, stderr)
+	}
+	return out
+}
+
+// readAcks maps msgId to (queueId, queueOffset).
+func readAcks(t *testing.T, path string) map[string][2]int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][2]int64{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var id, topic string
+		var q, off int64
+		if _, err := fmt.Sscanf(line, "%s\t%s\t%d\t%d", &id, &topic, &q, &off); err != nil || topic != "T" {
+			t.Fatalf("ack line %q: %v", line, err)
+		}
+		if _, dup := out[id]; dup {
+			t.Fatalf("duplicate msgId %s", id)
+		}
+		out[id] = [2]int64{q, off}
+	}
+	return out
+}

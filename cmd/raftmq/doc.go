@@ -1,0 +1,26 @@
+// Command raftmq is the command-line client and admin tool of raftmq.
+//
+//	raftmq [--server host:port[,...]] [--json] COMMAND ...
+//
+// Commands (the names are a contract, see INTERFACES.md):
+//
+//	topic create T --queues 8 | list | describe T | delete T
+//	produce -t T -n 10000 -s 1024 [--key K] [--tag TAG] [--body B] [--ack-log FILE] [--batch B] [-c C]
+//	consume -t T [-q Q] [--from OFFSET | --group G] [-n N] [--to-end] [--tag TAG]
+//	query --key K -t T | --msg-id ID
+//	cluster status | join ID RAFTADDR APIADDR | remove ID | transfer [ID]
+//	bench produce|consume|e2e -t T -n N -s SIZE -c C [--duration D] [--rate R] [--batch B]
+//	verify DIR [DIR...]
+//
+// Global flags may be given before or after the command. produce gives every
+// message a unique id (UNIQ_KEY) and, without --body, a body of -s bytes that
+// starts with that id; --ack-log gets "msgId\ttopic\tqueueId\tqueueOffset"
+// per acknowledged message and "msgId\ttopic\t?\t?" when the outcome is
+// unknown. consume starts at each queue's min offset unless --from or
+// --group says otherwise; in group mode it commits the offset after each
+// batch it printed. bench records latencies in an HdrHistogram; with --rate
+// it runs open loop and measures from each batch's due time. Progress lines
+// go to stderr only when it is a terminal.
+//
+// Exit status: 0 success, 1 the operation failed, 2 bad usage.
+package main

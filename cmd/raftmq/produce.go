@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/raftmq/raftmq/client"
+)
+
+type produceFlags struct {
+	topic, key, tag, body, ackLog string
+	n, size, batch, conc          int
+	bodySet                       bool
+}
+
+func runProduce(e *env, g *globals, args []string) error {
+	fs := newFlagSet("produce", e.stderr)
+	var f produceFlags
+	fs.StringVar(&f.topic, "t", "", "topic (required)")
+	fs.IntVar(&f.n, "n", 1, "number of messages")
+	fs.IntVar(&f.size, "s", 128, "body size in bytes (ignored with --body)")
+	fs.StringVar(&f.key, "key", "", "KEYS property of every message")
+	fs.StringVar(&f.tag, "tag", "", "TAGS property of every message")
+	fs.StringVar(&f.body, "body", "", "body of every message")
+	fs.StringVar(&f.ackLog, "ack-log", "", "append msgId, topic, queueId, queueOffset of every acknowledged message")
+	fs.IntVar(&f.batch, "batch", 64, "messages per send")
+	fs.IntVar(&f.conc, "c", 4, "sends in flight")
+	pos, err := parse(e, g, fs, args)
+	if err != nil {
+		return err
+	}
+	f.bodySet = flagSet(fs, "body")
+	if err := f.check(pos); err != nil {
+		return err
+	}
+	return produce(e, f)
+}
+
+func (f *produceFlags) check(pos []string) error {
+	switch {
+	case len(pos) > 0:
+		return usagef("unexpected argument %q", pos[0])
+	case f.topic == "":
+		return usagef("-t TOPIC is required")
+	case f.n < 1:
+		return usagef("-n %d: need at least 1 message", f.n)
+	case f.size < 0:
+		return usagef("-s %d is negative", f.size)
+	case f.batch < 1 || f.batch > 4096:
+		return usagef("--batch %d out of range [1, 4096]", f.batch)
+	case f.conc < 1:
+		return usagef("-c %d: need at least 1", f.conc)
+	}
+	return nil
+}
+
+// ackLog writes acknowledgement lines; safe for concurrent use.
+type ackLog struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+	f  *os.File
+}
+
+func openAckLog(path string) (*ackLog, error) {
+	if path == "" {
+		return &ackLog{}, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &ackLog{w: bufio.NewWriter(f), f: f}, nil
+}
+
+// record writes "msgId topic queueId queueOffset", or "? ?" when the
+// outcome is unknown.
+func (a *ackLog) record(r client.SendResult, topic string, unknown bool) {
+	if a.w == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if unknown {
+		fmt.Fprintf(a.w, "%s\t%s\t?\t?\n", r.MsgID, topic)
+		return
+	}
+	fmt.Fprintf(a.w, "%s\t%s\t%d\t%d\n", r.MsgID, r.Topic, r.QueueID, r.QueueOffset)
+}
+
+func (a *ackLog) Close() error {
+	if a.f == nil {
+		return nil
+	}
+	return errors.Join(a.w.Flush(), a.f.Sync(), a.f.Close())
+}
+
+// makeBody returns a body of size bytes that starts with the msg id.
+func makeBody(id string, size int) []byte {
+	b := make([]byte, max(size, len(id)))
+	n := copy(b, id)
+	for i := n; i < len(b); i++ {
+		b[i] = 'a' + byte(i%26)
+	}
+	return b
+}
+
+type produceStats struct {
+	ok, failed, unknown atomic.Int64
+}
+
+func produce(e *env, f produceFlags) error {
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	acks, err := openAckLog(f.ackLog)
+	if err != nil {
+		return err
+	}
+	var st produceStats
+	var firstErr atomic.Value
+	p := client.NewProducer(c, client.ProducerOptions{MaxBatch: f.batch, MaxInFlight: f.conc})
+	prog := startProgress(e.stderr, func() string {
+		return fmt.Sprintf("produced %d/%d (%d failed, %d unknown)", st.ok.Load(), f.n, st.failed.Load(), st.unknown.Load())
+	})
+	start := time.Now()
+	for i := 0; i < f.n && e.ctx.Err() == nil; i++ {
+		id := c.NewMsgID()
+		body := []byte(f.body)
+		if !f.bodySet {
+			body = makeBody(id, f.size)
+		}
+		m := client.NewMessage(f.topic, body).WithID(id).WithTag(f.tag)
+		if f.key != "" {
+			m = m.WithKeys(f.key)
+		}
+		p.SendAsync(m, func(r client.SendResult, err error) {
+			switch {
+			case err == nil:
+				st.ok.Add(1)
+				acks.record(r, f.topic, false)
+			case client.IsOutcomeUnknown(err):
+				st.unknown.Add(1)
+				acks.record(r, f.topic, true)
+				firstErr.CompareAndSwap(nil, err)
+			default:
+				st.failed.Add(1)
+				firstErr.CompareAndSwap(nil, err)
+			}
+		})
+	}
+	cerr := p.Close()
+	prog.Stop()
+	secs := time.Since(start).Seconds()
+	if err := errors.Join(cerr, acks.Close()); err != nil {
+		return err
+	}
+	return reportProduce(e, &st, secs, firstErr.Load())
+}
+
+func reportProduce(e *env, st *produceStats, secs float64, first any) error {
+	ok, failed, unknown := st.ok.Load(), st.failed.Load(), st.unknown.Load()
+	if e.json {
+		if err := e.emit(map[string]any{"count": ok, "failed": failed, "unknown": unknown,
+			"seconds": secs, "msgs_per_s": float64(ok) / max(secs, 1e-9)}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "produced %d messages in %.2fs (%.0f msg/s), %d failed, %d outcome unknown\n",
+			ok, secs, float64(ok)/max(secs, 1e-9), failed, unknown)
+	}
+	if failed+unknown > 0 {
+		return fmt.Errorf("%d sends failed, %d with unknown outcome; first error: %v", failed, unknown, first)
+	}
+	return e.ctx.Err()
+}
