@@ -82,6 +82,12 @@ type recorder struct {
 	count  atomic.Int64
 	bytes  atomic.Int64
 	errors atomic.Int64
+	first  atomic.Value // first error, for the report
+}
+
+func (r *recorder) fail(n int64, err error) {
+	r.errors.Add(n)
+	r.first.CompareAndSwap(nil, err)
 }
 
 func newHist() *hdrhistogram.Histogram {
@@ -178,13 +184,13 @@ func benchSendBatch(ctx context.Context, c *client.Client, f benchFlags, n int, 
 	lat := time.Since(due)
 	if err != nil {
 		if ctx.Err() == nil {
-			rec.errors.Add(int64(n))
+			rec.fail(int64(n), err)
 		}
 		return
 	}
 	for _, r := range res {
 		if r.Err != nil {
-			rec.errors.Add(1)
+			rec.fail(1, r.Err)
 			continue
 		}
 		if f.mode == "produce" {
@@ -263,7 +269,7 @@ func benchPull(ctx context.Context, c *client.Client, f benchFlags, q int32, off
 	r, err := c.Pull(ctx, client.PullRequest{Topic: f.topic, QueueID: q, Offset: off, MaxMessages: 256, MaxWait: wait})
 	if err != nil {
 		if ctx.Err() == nil {
-			rec.errors.Add(1)
+			rec.fail(1, err)
 		}
 		return off
 	}
@@ -315,7 +321,7 @@ func reportBench(e *env, f benchFlags, rec *recorder, secs float64) error {
 			f.mode, n, secs, sum["msgs_per_s"], sum["mb_per_s"], ms(50), ms(99), ms(99.9), sum["max_ms"], rec.errors.Load())
 	}
 	if rec.errors.Load() > 0 {
-		return fmt.Errorf("%d errors", rec.errors.Load())
+		return fmt.Errorf("%d errors; first: %v", rec.errors.Load(), rec.first.Load())
 	}
 	return nil
 }
