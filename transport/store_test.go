@@ -15,7 +15,7 @@ import (
 	"github.com/raftmq/raftmq/transport/transporttest"
 )
 
-func dial(t *testing.T, addr string) pb.RaftMQClient {
+func dial(t testing.TB, addr string) pb.RaftMQClient {
 	t.Helper()
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
