@@ -4,31 +4,15 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
-	"flag"
+	"github.com/raftmq/raftmq/internal/testseed"
 	"math/rand"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
-var seedFlag = flag.Int64("seed", 0, "seed for randomised tests (default RAFTMQ_SEED or time)")
-
-// testSeed returns the seed for a randomised test and logs it.
-func testSeed(t testing.TB) int64 {
-	seed := *seedFlag
-	if seed == 0 {
-		if v, err := strconv.ParseInt(os.Getenv("RAFTMQ_SEED"), 10, 64); err == nil {
-			seed = v
-		}
-	}
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
-	return seed
-}
+// testSeed is the shared seed source (flag -seed, RAFTMQ_SEED, clock).
+func testSeed(t testing.TB) int64 { return testseed.Seed(t) }
 
 func unhex(t testing.TB, parts ...string) []byte {
 	t.Helper()

@@ -1,31 +1,14 @@
 package consumequeue
 
 import (
-	"flag"
-	"os"
-	"strconv"
+	"github.com/raftmq/raftmq/internal/testseed"
 	"testing"
-	"time"
 
 	"github.com/raftmq/raftmq/vfs"
 )
 
-var seedFlag = flag.Int64("seed", 0, "seed for randomised tests (default: RAFTMQ_SEED or time)")
-
-// testSeed returns the seed for a randomised test and logs it for replay.
-func testSeed(t testing.TB) int64 {
-	s := *seedFlag
-	if s == 0 {
-		if v, err := strconv.ParseInt(os.Getenv("RAFTMQ_SEED"), 10, 64); err == nil {
-			s = v
-		}
-	}
-	if s == 0 {
-		s = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -seed %d)", s, s)
-	return s
-}
+// testSeed is the shared seed source (flag -seed, RAFTMQ_SEED, clock).
+func testSeed(t testing.TB) int64 { return testseed.Seed(t) }
 
 const testUnitsPerFile = 5
 

@@ -1,11 +1,9 @@
 package store
 
 import (
-	"flag"
 	"fmt"
+	"github.com/raftmq/raftmq/internal/testseed"
 	"math/rand"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -13,23 +11,8 @@ import (
 	"github.com/raftmq/raftmq/vfs"
 )
 
-var seedFlag = flag.Int64("seed", 0, "seed for randomised tests (0: from RAFTMQ_SEED or the clock)")
-
-// testSeed returns the seed for a randomised test and logs it so a failure
-// can be replayed with -seed.
-func testSeed(t testing.TB) int64 {
-	seed := *seedFlag
-	if seed == 0 {
-		if v, err := strconv.ParseInt(os.Getenv("RAFTMQ_SEED"), 10, 64); err == nil {
-			seed = v
-		}
-	}
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -seed=%d)", seed, seed)
-	return seed
-}
+// testSeed is the shared seed source (flag -seed, RAFTMQ_SEED, clock).
+func testSeed(t testing.TB) int64 { return testseed.Seed(t) }
 
 // smallConfig makes segment rolls, consume-queue rolls and index rolls
 // happen within a few hundred messages.

@@ -3,32 +3,14 @@ package vfs
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/raftmq/raftmq/internal/testseed"
 	"math/rand"
-	"os"
-	"strconv"
 	"testing"
-	"time"
 )
 
-var seedFlag = flag.Int64("seed", 0, "random seed (default: RAFTMQ_SEED or time-based)")
-
-// testSeed returns the seed for randomised tests and logs it for replay.
-func testSeed(t *testing.T) int64 {
-	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		if s, err := strconv.ParseInt(os.Getenv("RAFTMQ_SEED"), 10, 64); err == nil {
-			seed = s
-		}
-	}
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -seed=%d)", seed, seed)
-	return seed
-}
+// testSeed is the shared seed source (flag -seed, RAFTMQ_SEED, clock).
+func testSeed(t testing.TB) int64 { return testseed.Seed(t) }
 
 // crashSetup writes "durable" and syncs it, then leaves two unsynced writes
 // and an unsynced truncation-extension behind.
