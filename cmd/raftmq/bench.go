@@ -34,7 +34,7 @@ func runBench(e *env, g *globals, args []string) error {
 	fs.StringVar(&f.topic, "t", "", "topic (required)")
 	fs.Int64Var(&f.n, "n", 10000, "messages (0: until --duration)")
 	fs.IntVar(&f.size, "s", 1024, "body size")
-	fs.IntVar(&f.conc, "c", 4, "concurrent producers or consumers")
+	fs.IntVar(&f.conc, "c", 4, "concurrent producers (consumers: one per queue)")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: when -n is done)")
 	fs.Float64Var(&f.rate, "rate", 0, "open loop: messages per second in total (0: closed loop)")
 	fs.IntVar(&f.batch, "batch", 1, "messages per send")
@@ -216,10 +216,11 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	}
 }
 
-// benchConsume pulls every queue of the topic (queues split over f.conc
-// workers) until f.n messages or ctx ends. e2e records now - send time
-// (from the body) per message; otherwise the pull latency. start, if
-// given, are the offsets to start at.
+// benchConsume pulls every queue of the topic, one long-polling puller per
+// queue (so e2e latency is not inflated by polling other queues), until f.n
+// messages or ctx ends. e2e records now - send time (from the body) per
+// message; otherwise the pull latency. start, if given, are the offsets to
+// start at.
 func benchConsume(ctx context.Context, c *client.Client, f benchFlags, rec *recorder, e2e bool, start map[int32]int64) error {
 	t, err := c.DescribeTopic(ctx, f.topic)
 	if err != nil {
@@ -228,31 +229,22 @@ func benchConsume(ctx context.Context, c *client.Client, f benchFlags, rec *reco
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	for w := 0; w < min(f.conc, int(t.Queues)); w++ {
-		var mine []int32
-		for q := int32(w); q < t.Queues; q += int32(f.conc) {
-			mine = append(mine, q)
+	for _, qo := range t.Offsets {
+		off := qo.Min
+		if s, ok := start[qo.QueueID]; ok {
+			off = s
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			h := newHist()
 			defer rec.merge(h)
-			offs := map[int32]int64{}
-			for _, q := range mine {
-				offs[q] = t.Offsets[q].Min
-				if s, ok := start[q]; ok {
-					offs[q] = s
-				}
-			}
 			for ctx.Err() == nil {
-				for _, q := range mine {
-					if f.n > 0 && rec.count.Load() >= f.n {
-						cancel()
-						return
-					}
-					offs[q] = benchPull(ctx, c, f, q, offs[q], len(mine), e2e, h, rec)
+				if f.n > 0 && rec.count.Load() >= f.n {
+					cancel()
+					return
 				}
+				off = benchPull(ctx, c, f, qo.QueueID, off, 100*time.Millisecond, e2e, h, rec)
 			}
 		}()
 	}
@@ -260,11 +252,7 @@ func benchConsume(ctx context.Context, c *client.Client, f benchFlags, rec *reco
 	return nil
 }
 
-func benchPull(ctx context.Context, c *client.Client, f benchFlags, q int32, off int64, queues int, e2e bool, h *hdrhistogram.Histogram, rec *recorder) int64 {
-	wait := 100 * time.Millisecond
-	if queues > 1 {
-		wait = 0
-	}
+func benchPull(ctx context.Context, c *client.Client, f benchFlags, q int32, off int64, wait time.Duration, e2e bool, h *hdrhistogram.Histogram, rec *recorder) int64 {
 	t0 := time.Now()
 	r, err := c.Pull(ctx, client.PullRequest{Topic: f.topic, QueueID: q, Offset: off, MaxMessages: 256, MaxWait: wait})
 	if err != nil {
