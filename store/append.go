@@ -114,10 +114,12 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []commitlog.Message, results 
 		s.fillResult(&results[i], &accepted[j], pos[j], h)
 		j++
 	}
+	// Publish the new confirm offset before the consume-queue units that
+	// point below it, so a reader never finds a unit beyond the applied log.
+	s.finishEntry(h, start, s.log.WriteOffset(), uint64(len(accepted)))
 	if err := s.dispatchAppended(accepted, queueOffsets, pos, h.StoreTimestamp); err != nil {
 		return results, err
 	}
-	s.finishEntry(h, start, s.log.WriteOffset(), uint64(len(accepted)))
 	return results, nil
 }
 
