@@ -10,6 +10,18 @@ import (
 // ValidateMessage checks a message against the store's limits before it is
 // proposed; the leader calls it so bad input never reaches the Raft log.
 func (s *Store) ValidateMessage(m *commitlog.Message) error {
+	if err := s.checkMessage(m); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	t, ok := s.meta.topics[m.Topic]
+	s.mu.RUnlock()
+	return s.checkQueue(m, t, ok)
+}
+
+// checkMessage is every check that needs no store state: sizes, topic name,
+// properties and queue id bounds.
+func (s *Store) checkMessage(m *commitlog.Message) error {
 	if len(m.Body) > s.cfg.MaxMessageSize {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, len(m.Body), s.cfg.MaxMessageSize)
 	}
@@ -28,10 +40,7 @@ func (s *Store) ValidateMessage(m *commitlog.Message) error {
 	if m.QueueID < 0 || m.QueueID >= s.cfg.MaxQueues {
 		return fmt.Errorf("%w: queue %d", ErrBadQueue, m.QueueID)
 	}
-	s.mu.RLock()
-	t, ok := s.meta.topics[m.Topic]
-	s.mu.RUnlock()
-	return s.checkQueue(m, t, ok)
+	return nil
 }
 
 // ValidateTopicName applies RocketMQ's rule: 1–127 bytes of letters, digits
@@ -130,17 +139,8 @@ func (s *Store) maxEntrySize() int64 {
 
 // validateForApply is ValidateMessage without the topic lock (writeMu held).
 func (s *Store) validateForApply(m *commitlog.Message) error {
-	if len(m.Body) > s.cfg.MaxMessageSize {
-		return fmt.Errorf("%w: %d bytes", ErrMessageTooLarge, len(m.Body))
-	}
-	if err := ValidateTopicName(m.Topic); err != nil {
+	if err := s.checkMessage(m); err != nil {
 		return err
-	}
-	if err := commitlog.ValidateMessage(m, s.cfg.MaxMessageSize); err != nil {
-		return fmt.Errorf("%w: %w", ErrBadTopic, err)
-	}
-	if m.QueueID < 0 {
-		return fmt.Errorf("%w: queue %d", ErrBadQueue, m.QueueID)
 	}
 	t, ok := s.meta.topics[m.Topic]
 	return s.checkQueue(m, t, ok)
