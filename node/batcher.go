@@ -34,13 +34,22 @@ type sendResult struct {
 
 // batcher is the leader's group commit: concurrent Sends become one
 // MessageBatch entry, bounded by GroupCommit.MaxBytes and MaxMessages.
+//
+// It is adaptive, with no timer on the hot path: at most
+// GroupCommit.MaxInFlight entries are proposed and not yet applied; while
+// they are in Raft, new Sends queue up, and the moment one returns, all that
+// queued (within the bounds) becomes the next entry. A lone Send on an idle
+// leader is proposed at once; under load entries grow with the load.
 type batcher struct {
-	n  *Node
-	in chan *sendReq
+	n     *Node
+	in    chan *sendReq
+	slots chan struct{} // one token per entry in flight
+	carry *sendReq      // run goroutine only: did not fit the previous entry
 }
 
 func newBatcher(n *Node) *batcher {
-	return &batcher{n: n, in: make(chan *sendReq, 4*n.cfg.Raft.MaxAppendEntries)}
+	return &batcher{n: n, in: make(chan *sendReq, 4*n.cfg.Raft.MaxAppendEntries),
+		slots: make(chan struct{}, max(1, n.cfg.GroupCommit.MaxInFlight))}
 }
 
 func msgBytes(m *commitlog.Message) int { return len(m.Topic) + len(m.Body) + len(m.Properties) + 64 }
@@ -76,19 +85,32 @@ func (b *batcher) send(ctx context.Context, msgs []commitlog.Message) ([]store.P
 
 func (b *batcher) run() {
 	for {
-		var first *sendReq
-		select {
+		first := b.carry
+		b.carry = nil
+		if first == nil {
+			select {
+			case <-b.n.stop:
+				b.failQueued()
+				return
+			case first = <-b.in:
+			}
+		}
+		select { // wait for an entry in flight to return: meanwhile Sends queue up
 		case <-b.n.stop:
+			b.fail(first)
 			b.failQueued()
 			return
-		case first = <-b.in:
+		case b.slots <- struct{}{}:
 		}
-		b.propose(b.gather(first))
+		if !b.propose(b.gather(first)) {
+			<-b.slots
+		}
 	}
 }
 
-// gather takes first and whatever else is queued (waiting up to MaxDelay),
-// within the group-commit bounds.
+// gather takes first and whatever else is queued (waiting up to MaxDelay if
+// set), within the group-commit and entry bounds; a request that does not
+// fit is carried to the next entry.
 func (b *batcher) gather(first *sendReq) []*sendReq {
 	g := b.n.cfg.GroupCommit
 	batch := []*sendReq{first}
@@ -101,13 +123,14 @@ func (b *batcher) gather(first *sendReq) []*sendReq {
 	}
 	for bytes < g.MaxBytes && count < g.MaxMessages {
 		var r *sendReq
-		if timeout == nil {
-			select {
-			case r = <-b.in:
-			default:
+		select {
+		case r = <-b.in:
+		case <-timeout: // nil channel without MaxDelay: never ready
+			return batch
+		default:
+			if timeout == nil {
 				return batch
 			}
-		} else {
 			select {
 			case r = <-b.in:
 			case <-timeout:
@@ -115,8 +138,8 @@ func (b *batcher) gather(first *sendReq) []*sendReq {
 			}
 		}
 		if count+len(r.msgs) > fsm.MaxBatchMessages || bytes+r.bytes > fsm.MaxCommandBytes/2 {
-			b.propose(batch) // r does not fit the entry bound: flush what we have
-			batch, bytes, count = nil, 0, 0
+			b.carry = r
+			return batch
 		}
 		batch = append(batch, r)
 		bytes += r.bytes
@@ -126,32 +149,40 @@ func (b *batcher) gather(first *sendReq) []*sendReq {
 }
 
 // propose encodes the live requests of batch as one entry and hands it to
-// Raft; a goroutine waits for the future and distributes the results.
-func (b *batcher) propose(batch []*sendReq) {
+// Raft; a goroutine waits for the future, distributes the results and gives
+// the in-flight slot back. It reports whether it took the slot.
+func (b *batcher) propose(batch []*sendReq) bool {
 	live := batch[:0]
-	cmd := fsm.Command{Type: fsm.CmdMessageBatch, LeaderTimestamp: time.Now().UnixMilli(), LeaderHost: b.n.host}
+	count, bytes := 0, 0
 	for _, r := range batch {
 		if r.state.CompareAndSwap(reqPending, reqProposed) {
 			live = append(live, r)
-			cmd.Messages = append(cmd.Messages, r.msgs...)
+			count += len(r.msgs)
+			bytes += r.bytes
 		}
 	}
 	if len(live) == 0 {
-		return
+		return false
+	}
+	cmd := fsm.Command{Type: fsm.CmdMessageBatch, LeaderTimestamp: time.Now().UnixMilli(), LeaderHost: b.n.host,
+		Messages: make([]commitlog.Message, 0, count)}
+	for _, r := range live {
+		cmd.Messages = append(cmd.Messages, r.msgs...)
 	}
 	if err := b.n.waitReady(context.Background()); err != nil {
 		finish(live, nil, err)
-		return
+		return false
 	}
-	data, err := cmd.Encode(nil)
+	data, err := cmd.Encode(make([]byte, 0, bytes+64))
 	if err != nil {
 		finish(live, nil, err)
-		return
+		return false
 	}
 	f := b.n.raft.Apply(data, b.n.cfg.ApplyTimeout)
 	start := time.Now()
 	b.n.goroutine(func() {
 		resp, err := b.n.waitApply(context.Background(), f)
+		<-b.slots
 		b.n.metrics.observeSend(len(cmd.Messages), len(data), time.Since(start), err)
 		var results []store.PutResult
 		if resp != nil {
@@ -159,6 +190,7 @@ func (b *batcher) propose(batch []*sendReq) {
 		}
 		finish(live, results, err)
 	})
+	return true
 }
 
 // finish hands each request its slice of results (or the entry's error).
@@ -182,11 +214,16 @@ func (b *batcher) failQueued() {
 	for {
 		select {
 		case r := <-b.in:
-			if r.state.CompareAndSwap(reqPending, reqProposed) {
-				r.done <- sendResult{err: fmt.Errorf("node shutting down: %w", transport.ErrNotLeader)}
-			}
+			b.fail(r)
 		default:
 			return
 		}
+	}
+}
+
+// fail answers a request that was never proposed: nothing of it is stored.
+func (b *batcher) fail(r *sendReq) {
+	if r.state.CompareAndSwap(reqPending, reqProposed) {
+		r.done <- sendResult{err: fmt.Errorf("node shutting down: %w", transport.ErrNotLeader)}
 	}
 }

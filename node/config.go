@@ -66,6 +66,9 @@ type RaftConfig struct {
 	PreVoteDisabled    bool          `toml:"pre_vote_disabled"`
 	TransportTimeout   time.Duration `toml:"transport_timeout"`
 	MaxPool            int           `toml:"max_pool"`
+	// LogStore is the Raft log store: "boltdb" (default) or "wal"
+	// (hashicorp/raft-wal, experimental; see OpenRaftStore).
+	LogStore string `toml:"log_store"`
 }
 
 // GroupCommit bounds how the leader packs concurrent Sends into one entry.
@@ -73,6 +76,9 @@ type GroupCommit struct {
 	MaxBytes    int           `toml:"max_bytes"`
 	MaxMessages int           `toml:"max_messages"`
 	MaxDelay    time.Duration `toml:"max_delay"` // 0: take only what is already queued
+	// MaxInFlight bounds entries proposed but not yet applied; Sends that
+	// arrive meanwhile are packed into the next entry (adaptive batching).
+	MaxInFlight int `toml:"max_in_flight"`
 }
 
 // Config of one node. DefaultConfig fills every field; cmd/node loads it
@@ -123,8 +129,9 @@ func DefaultConfig() Config {
 			SnapshotRetain:     2,
 			TransportTimeout:   10 * time.Second,
 			MaxPool:            3,
+			LogStore:           LogStoreBolt,
 		},
-		GroupCommit:    GroupCommit{MaxBytes: 1 << 20, MaxMessages: 1024, MaxDelay: 0},
+		GroupCommit:    GroupCommit{MaxBytes: 1 << 20, MaxMessages: 1024, MaxDelay: 0, MaxInFlight: 2},
 		ApplyTimeout:   10 * time.Second,
 		CatchUpTimeout: 60 * time.Second,
 		ShutdownGrace:  5 * time.Second,
@@ -219,6 +226,8 @@ func (c *Config) validateRaft() error {
 		return bad("raft snapshot_interval %v < 5ms", r.SnapshotInterval)
 	case r.TransportTimeout <= 0:
 		return bad("raft transport_timeout must be > 0")
+	case r.LogStore != "" && r.LogStore != LogStoreBolt && r.LogStore != LogStoreWAL:
+		return bad("raft log_store %q is neither %q nor %q", r.LogStore, LogStoreBolt, LogStoreWAL)
 	}
 	return nil
 }
@@ -232,6 +241,8 @@ func (c *Config) validateGroupCommit() error {
 		return bad("group_commit max_messages %d must be in 1..65536", g.MaxMessages)
 	case g.MaxDelay < 0:
 		return bad("group_commit max_delay %v < 0", g.MaxDelay)
+	case g.MaxInFlight < 0 || g.MaxInFlight > 64:
+		return bad("group_commit max_in_flight %d must be in 0..64 (0 means 1)", g.MaxInFlight)
 	case c.ApplyTimeout <= 0:
 		return bad("apply_timeout must be > 0")
 	case c.CatchUpTimeout <= 0:

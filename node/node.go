@@ -15,8 +15,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/fsm"
@@ -34,7 +32,7 @@ type Node struct {
 
 	fsm   *fsm.FSM
 	raft  *raft.Raft
-	bolt  *raftboltdb.BoltStore
+	bolt  RaftStore // raft-boltdb by default (Raft.LogStore)
 	trans *raft.NetworkTransport
 	snaps *raft.FileSnapshotStore
 
@@ -104,10 +102,15 @@ func (n *Node) onFatal(err error) {
 	}
 }
 
-func (n *Node) raftConfig() *raft.Config {
+func (n *Node) raftConfig() *raft.Config { return BuildRaftConfig(n.cfg, n.log.Named("raft")) }
+
+// BuildRaftConfig is the hashicorp/raft configuration a node with cfg runs. The
+// bench's bare-raft ceiling builds its config here too, so the settings of
+// the two cannot drift apart.
+func BuildRaftConfig(cfg Config, logger hclog.Logger) *raft.Config {
 	rc := raft.DefaultConfig()
-	t := n.cfg.Raft
-	rc.LocalID = raft.ServerID(n.cfg.ID)
+	t := cfg.Raft
+	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.HeartbeatTimeout, rc.ElectionTimeout = t.HeartbeatTimeout, t.ElectionTimeout
 	rc.LeaderLeaseTimeout, rc.CommitTimeout = t.LeaderLeaseTimeout, t.CommitTimeout
 	rc.MaxAppendEntries, rc.BatchApplyCh = t.MaxAppendEntries, t.BatchApplyCh
@@ -115,7 +118,7 @@ func (n *Node) raftConfig() *raft.Config {
 	rc.PreVoteDisabled = t.PreVoteDisabled
 	rc.NoSnapshotRestoreOnStart = true // the store recovered itself; Raft replays after it
 	rc.NoLegacyTelemetry = true
-	rc.Logger = n.log.Named("raft")
+	rc.Logger = logger
 	return rc
 }
 
@@ -125,12 +128,8 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	var err error
-	n.bolt, err = raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(dir, "raft.db"),
-		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
-	})
-	if err != nil {
-		return fmt.Errorf("node: open raft log %s: %w", dir, err)
+	if n.bolt, err = OpenRaftStore(n.cfg.Raft.LogStore, dir, n.log.Named("raft-log")); err != nil {
+		return err
 	}
 	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(dir, "snapshots"), n.cfg.Raft.SnapshotRetain, n.log.Named("snapshots"))
 	if err != nil {
