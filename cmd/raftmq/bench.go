@@ -23,11 +23,12 @@ type benchFlags struct {
 	duration time.Duration
 	rate     float64
 	batch    int
+	inflight int
 }
 
 func runBench(e *env, g *globals, args []string) error {
 	if len(args) == 0 {
-		return usagef("usage: bench produce|consume|e2e -t T [-n N] [-s SIZE] [-c C] [--duration D] [--rate R] [--batch B]")
+		return usagef("usage: bench produce|consume|e2e -t T [-n N] [-s SIZE] [-c C] [--duration D] [--rate R] [--batch B] [--inflight K]")
 	}
 	fs := newFlagSet("bench "+args[0], e.stderr)
 	f := benchFlags{mode: args[0]}
@@ -38,6 +39,7 @@ func runBench(e *env, g *globals, args []string) error {
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: when -n is done)")
 	fs.Float64Var(&f.rate, "rate", 0, "open loop: messages per second in total (0: closed loop)")
 	fs.IntVar(&f.batch, "batch", 1, "messages per send")
+	fs.IntVar(&f.inflight, "inflight", 1, "pipelined (async) sends outstanding per producer")
 	pos, err := parse(e, g, fs, args[1:])
 	if err != nil {
 		return err
@@ -69,6 +71,8 @@ func (f *benchFlags) check(pos []string) error {
 		return usagef("-c %d out of range [1, 4096]", f.conc)
 	case f.batch < 1 || f.batch > 4096:
 		return usagef("--batch %d out of range [1, 4096]", f.batch)
+	case f.inflight < 1 || f.inflight > 1024:
+		return usagef("--inflight %d out of range [1, 1024]", f.inflight)
 	case f.mode == "e2e" && f.size < 8:
 		return usagef("e2e needs -s >= 8 (the body carries the send time)")
 	}
@@ -129,9 +133,11 @@ func bench(e *env, c *client.Client, f benchFlags) error {
 	return reportBench(e, f, rec, secs)
 }
 
-// benchProduce sends f.n messages (or until ctx ends) from f.conc workers.
-// With --rate, batch k is due at start + k*batch/rate and its latency is
-// measured from that time (no coordinated omission).
+// benchProduce sends f.n messages (or until ctx ends) from f.conc
+// producers, each with up to f.inflight sends outstanding (pipelined). With
+// --rate, batch k is due at start + k*batch/rate and its latency is measured
+// from that time, so a slow send delays the sends after it and their wait is
+// counted (no coordinated omission).
 func benchProduce(ctx context.Context, c *client.Client, f benchFlags, rec *recorder, sent *atomic.Int64) error {
 	var slots atomic.Int64
 	start := time.Now()
@@ -140,37 +146,68 @@ func benchProduce(ctx context.Context, c *client.Client, f benchFlags, rec *reco
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h := newHist()
-			defer rec.merge(h)
-			for ctx.Err() == nil {
-				k := slots.Add(1) - 1
-				first := k * int64(f.batch)
-				if f.n > 0 && first >= f.n {
-					return
-				}
-				n := int64(f.batch)
-				if f.n > 0 {
-					n = min(n, f.n-first)
-				}
-				due := time.Now()
-				if f.rate > 0 {
-					due = start.Add(time.Duration(float64(first) / f.rate * float64(time.Second)))
-					if !sleepUntil(ctx, due) {
-						return
-					}
-				}
-				benchSendBatch(ctx, c, f, int(n), due, h, rec)
-				if sent != nil {
-					sent.Add(n)
-				}
-			}
+			benchProducer(ctx, c, f, rec, sent, start, &slots)
 		}()
 	}
 	wg.Wait()
 	return nil
 }
 
-func benchSendBatch(ctx context.Context, c *client.Client, f benchFlags, n int, due time.Time, h *hdrhistogram.Histogram, rec *recorder) {
+// benchProducer is one producer: it claims the next batch slot, waits for
+// its due time and a free in-flight window, and sends it asynchronously.
+func benchProducer(ctx context.Context, c *client.Client, f benchFlags, rec *recorder, sent *atomic.Int64, start time.Time, slots *atomic.Int64) {
+	h := &lockedHist{h: newHist()}
+	defer rec.merge(h.h)
+	window := make(chan struct{}, f.inflight)
+	var sends sync.WaitGroup
+	defer sends.Wait()
+	for ctx.Err() == nil {
+		k := slots.Add(1) - 1
+		first := k * int64(f.batch)
+		if f.n > 0 && first >= f.n {
+			return
+		}
+		n := int64(f.batch)
+		if f.n > 0 {
+			n = min(n, f.n-first)
+		}
+		due := time.Now()
+		if f.rate > 0 {
+			due = start.Add(time.Duration(float64(first) / f.rate * float64(time.Second)))
+			if !sleepUntil(ctx, due) {
+				return
+			}
+		}
+		select {
+		case window <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		sends.Add(1)
+		go func() {
+			defer sends.Done()
+			benchSendBatch(ctx, c, f, int(n), due, h, rec)
+			if sent != nil {
+				sent.Add(n)
+			}
+			<-window
+		}()
+	}
+}
+
+// lockedHist is a histogram shared by one producer's in-flight sends.
+type lockedHist struct {
+	mu sync.Mutex
+	h  *hdrhistogram.Histogram
+}
+
+func (l *lockedHist) record(us int64, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_ = l.h.RecordValues(us, int64(n))
+}
+
+func benchSendBatch(ctx context.Context, c *client.Client, f benchFlags, n int, due time.Time, h *lockedHist, rec *recorder) {
 	msgs := make([]client.Message, n)
 	now := time.Now()
 	for i := range msgs {
@@ -188,16 +225,18 @@ func benchSendBatch(ctx context.Context, c *client.Client, f benchFlags, n int, 
 		}
 		return
 	}
+	ok := 0
 	for _, r := range res {
 		if r.Err != nil {
 			rec.fail(1, r.Err)
 			continue
 		}
-		if f.mode == "produce" {
-			_ = h.RecordValue(lat.Microseconds())
-			rec.count.Add(1)
-			rec.bytes.Add(int64(f.size))
-		}
+		ok++
+	}
+	if f.mode == "produce" && ok > 0 {
+		h.record(lat.Microseconds(), ok)
+		rec.count.Add(int64(ok))
+		rec.bytes.Add(int64(ok) * int64(f.size))
 	}
 }
 
@@ -299,7 +338,8 @@ func reportBench(e *env, f benchFlags, rec *recorder, secs float64) error {
 	sum := map[string]any{"mode": f.mode, "count": n, "seconds": secs,
 		"msgs_per_s": float64(n) / max(secs, 1e-9), "mb_per_s": float64(rec.bytes.Load()) / (1 << 20) / max(secs, 1e-9),
 		"p50_ms": ms(50), "p99_ms": ms(99), "p999_ms": ms(99.9), "max_ms": float64(h.Max()) / 1000,
-		"errors": rec.errors.Load()}
+		"errors": rec.errors.Load(), "size": f.size, "batch": f.batch, "inflight": f.inflight,
+		"concurrency": f.conc, "rate": f.rate}
 	if e.json {
 		if err := e.emit(sum); err != nil {
 			return err

@@ -72,6 +72,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bench", "produce", "-t", "T", "-n", "0"},
 		{"bench", "e2e", "-t", "T", "-s", "4"},
 		{"bench", "produce", "-t", "T", "-c", "0"},
+		{"bench", "produce", "-t", "T", "--inflight", "0"},
 		{"verify"},
 		{"--server", "", "topic", "list"},
 	}
@@ -208,6 +209,17 @@ func TestSession(t *testing.T) {
 		if _, ok := sum[k]; !ok {
 			t.Fatalf("bench summary lacks %s: %q", k, out)
 		}
+	}
+	// Pipelined, open loop: every message is acknowledged exactly once and
+	// the summary echoes the shape of the run.
+	out = mustRun(t, srv, "--json", "bench", "produce", "-t", "T", "-n", "300", "-s", "64", "-c", "2",
+		"--batch", "5", "--inflight", "4", "--rate", "3000")
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || sum["count"].(float64) != 300 ||
+		sum["errors"].(float64) != 0 || sum["inflight"].(float64) != 4 || sum["batch"].(float64) != 5 {
+		t.Fatalf("pipelined bench summary %q: %v", out, err)
+	}
+	if secs := sum["seconds"].(float64); secs < 0.09 { // 300 msgs at 3000/s cannot finish in < 0.1 s
+		t.Fatalf("open loop at 3000/s took %.3fs for 300 messages", secs)
 	}
 	code, out, stderr := runCLI(t, srv, "--json", "bench", "e2e", "-t", "T", "-n", "100", "-s", "64", "-c", "2")
 	if err := json.Unmarshal([]byte(out), &sum); code != exitOK || err != nil || sum["count"].(float64) < 100 {
