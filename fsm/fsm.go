@@ -284,7 +284,8 @@ type fsmSnapshot struct {
 }
 
 // Persist makes the store durable up to the snapshot (before Raft may
-// compact, NATS #8425) and then streams header and segments into sink.
+// compact, NATS #8425), then hands header and segment files to a sink that
+// is a SegmentLinker, or streams header and segments into any other sink.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if err := s.persist(sink); err != nil {
 		_ = sink.Cancel()
@@ -299,6 +300,14 @@ func (s *fsmSnapshot) persist(w io.Writer) error {
 	}
 	files := s.st.SegmentFiles(s.snap.ConfirmOffset)
 	h := SnapshotHeader{Store: s.snap, Members: s.members, Segments: SegmentRefs(files, s.snap.ConfirmOffset)}
+	if len(h.Segments) > 0 && h.Segments[0].Start > h.Store.MinOffset {
+		// Retention deleted the oldest segment after the capture: the
+		// snapshot starts where its first segment does.
+		h.Store.MinOffset = h.Segments[0].Start
+	}
+	if l, ok := w.(SegmentLinker); ok {
+		return l.LinkSegments(h, files) // O(metadata): the sink keeps references
+	}
 	return WriteSnapshot(w, h, files, FileSegments(s.fsm.cfg.FS))
 }
 

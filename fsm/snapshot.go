@@ -63,49 +63,19 @@ func SegmentRefs(files []store.SegmentFile, confirm int64) []SegmentRef {
 
 // WriteSnapshot writes the whole stream: header, segments, trailer.
 func WriteSnapshot(w io.Writer, h SnapshotHeader, files []store.SegmentFile, open SegmentSource) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
-	if _, err := bw.Write(EncodeSnapshotHeader(h)); err != nil {
+	r, err := NewSnapshotReader(h, files, open)
+	if err != nil {
 		return err
 	}
-	byStart := make(map[int64]store.SegmentFile, len(files))
-	for _, f := range files {
-		byStart[f.Start] = f
+	bw := bufio.NewWriterSize(w, 1<<20)
+	_, err = io.Copy(bw, r)
+	if cerr := r.Close(); err == nil {
+		err = cerr
 	}
-	for _, ref := range h.Segments {
-		f, ok := byStart[ref.Start]
-		if !ok {
-			return fmt.Errorf("fsm: snapshot segment %d not in the store's list", ref.Start)
-		}
-		if err := writeSegment(bw, f, ref, open); err != nil {
-			return err
-		}
-	}
-	var end [4]byte
-	binary.BigEndian.PutUint32(end[:], SnapshotEndMagic)
-	if _, err := bw.Write(end[:]); err != nil {
+	if err != nil {
 		return err
 	}
 	return bw.Flush()
-}
-
-func writeSegment(w io.Writer, f store.SegmentFile, ref SegmentRef, open SegmentSource) error {
-	ra, closeFn, err := open(f)
-	if err != nil {
-		return fmt.Errorf("fsm: open segment %d: %w", f.Start, err)
-	}
-	defer closeFn()
-	crc := crc32.New(castagnoli)
-	n, err := io.Copy(io.MultiWriter(w, crc), io.NewSectionReader(ra, 0, ref.Length))
-	if err != nil {
-		return fmt.Errorf("fsm: copy segment %d: %w", f.Start, err)
-	}
-	if n != ref.Length {
-		return fmt.Errorf("fsm: segment %d: read %d of %d bytes", f.Start, n, ref.Length)
-	}
-	var sum [4]byte
-	binary.BigEndian.PutUint32(sum[:], crc.Sum32())
-	_, err = w.Write(sum[:])
-	return err
 }
 
 // EncodeSnapshotHeader returns the header bytes including their CRC.

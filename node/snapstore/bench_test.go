@@ -1,0 +1,3 @@
+package snapstore
+
+func cleanBenchFixtures() {}
