@@ -47,10 +47,19 @@ func (e *Entry) decode(b []byte) (Record, error) {
 }
 
 // Scanner walks the entries of a Log from an entry boundary, verifying
-// everything: frame fields and CRC32C, each record whole (DecodeRecord), each
-// record's PHYSICALOFFSET, STORETIMESTAMP and STOREHOST against the entry,
-// the record count, increasing Raft indexes (and non-decreasing terms), and
-// blanks that reach exactly the end of their segment.
+// everything: frame fields and CRC32C, each record's structure (magic, every
+// length against TOTALSIZE), each record's PHYSICALOFFSET, STORETIMESTAMP
+// and STOREHOST against the entry, the record count, increasing Raft indexes
+// (and non-decreasing terms), and blanks that reach exactly the end of their
+// segment.
+//
+// The entry's CRC32C covers every byte of every record, BODYCRC and BODY
+// included, so a record's body CRC (CRC-32 IEEE) adds no detection of damage
+// and is not recomputed: that would read every body twice. What the frame
+// CRC cannot catch is bytes that were well-formed when written but are not
+// what they claim (an entry at the wrong position, a record of another
+// entry), and the structural checks above cover those. CheckBodyCRC turns
+// the body CRC back on (offline verification does).
 //
 // It reads the segments as they are on disk, ignoring the write offset
 // (recovery uses it before the write offset is known). Next returns:
@@ -73,7 +82,8 @@ func (e *Entry) decode(b []byte) (Record, error) {
 // its segment end) reads as a torn tail; the checkpoint's confirmOffset,
 // below which recovery must never truncate, covers that case. Telling a clean
 // end from damage reads the rest of the segment and every later segment
-// (word-at-a-time zero check, tens of GB/s once the pages are resident).
+// (word-at-a-time zero check, tens of GB/s once the pages are resident),
+// skipping what the file system reports as holes (zeroFrom).
 type Scanner struct {
 	segs []mmap.Segment
 	si   int
@@ -83,7 +93,11 @@ type Scanner struct {
 	lastIndex, lastTerm uint64
 	haveLast            bool
 	laterZero           int // 0 unknown, 1 yes, 2 no
+	bodyCRC             bool
 }
+
+// CheckBodyCRC makes the scanner also recompute every record's body CRC.
+func (s *Scanner) CheckBodyCRC() { s.bodyCRC = true }
 
 // NewScanner starts at from, which must be an entry boundary or a segment
 // start of l.
@@ -185,8 +199,12 @@ func (s *Scanner) records(e *Entry) (string, error) {
 	var count int32
 	var host HostPort
 	off := e.Start + int64(e.Header.Size)
+	decode := decodeRecord
+	if s.bodyCRC {
+		decode = DecodeRecord
+	}
 	for b := e.Records; len(b) > 0; count++ {
-		r, err := DecodeRecord(b)
+		r, err := decode(b)
 		switch {
 		case err != nil:
 			return fmt.Sprintf("record %d at %d", count, off), err
@@ -211,7 +229,7 @@ func (s *Scanner) records(e *Entry) (string, error) {
 // end, torn tail or corruption.
 func (s *Scanner) stop(seg mmap.Segment, b []byte, reason string, cause error) error {
 	ext := min(extent(b), len(b))
-	if isZero(b[ext:]) && s.laterSegmentsZero() {
+	if zeroFrom(seg.File, b[ext:], s.pos-seg.Start+int64(ext)) && s.laterSegmentsZero() {
 		if isZero(b[:ext]) {
 			return io.EOF
 		}
@@ -238,7 +256,7 @@ func (s *Scanner) laterSegmentsZero() bool {
 	if s.laterZero == 0 {
 		s.laterZero = 1
 		for _, seg := range s.segs[s.si+1:] {
-			if !isZero(seg.File.Bytes()) {
+			if !zeroFrom(seg.File, seg.File.Bytes(), 0) {
 				s.laterZero = 2
 				break
 			}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // On-disk layout of an index file (RocketMQ's IndexFile, byte for byte; all
@@ -169,10 +170,33 @@ func javaHashCodeSlow(s string) int32 {
 	return h
 }
 
+// javaHashBytes continues Java's String.hashCode h over the UTF-8 bytes b
+// (as UTF-16 code units; invalid UTF-8 reads as U+FFFD, as JavaHashCode).
+func javaHashBytes(h int32, b []byte) int32 {
+	for len(b) > 0 {
+		if c := b[0]; c < utf8.RuneSelf {
+			h = 31*h + int32(c)
+			b = b[1:]
+			continue
+		}
+		r, n := utf8.DecodeRune(b)
+		if r >= 0x10000 {
+			r1, r2 := utf16.EncodeRune(r)
+			h = 31*(31*h+r1) + r2
+		} else {
+			h = 31*h + r
+		}
+		b = b[n:]
+	}
+	return h
+}
+
 // KeyHash is the stored hash of an index key ("topic#key"):
 // abs(JavaHashCode), with MinInt32 mapped to 0.
-func KeyHash(key string) int32 {
-	h := JavaHashCode(key)
+func KeyHash(key string) int32 { return absHash(JavaHashCode(key)) }
+
+// absHash is abs(h) with MinInt32 mapped to 0.
+func absHash(h int32) int32 {
 	if h == math.MinInt32 {
 		return 0
 	}

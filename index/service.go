@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -124,6 +125,10 @@ func (s *Service) PutMessage(topic string, keys []string, uniqKey string, phyOff
 }
 
 func (s *Service) putKey(key string, phy, ts int64) error {
+	return s.putHash(KeyHash(key), phy, ts)
+}
+
+func (s *Service) putHash(hash int32, phy, ts int64) error {
 	f := s.newest()
 	if f == nil || f.full() {
 		var err error
@@ -131,9 +136,53 @@ func (s *Service) putKey(key string, phy, ts int64) error {
 			return err
 		}
 	}
-	f.put(KeyHash(key), phy, ts)
+	f.put(hash, phy, ts)
 	return nil
 }
+
+// PutMessageKeys is PutMessage for keys as they lie in a message record:
+// keys is the KEYS property value (keys separated by spaces), uniq the
+// UNIQ_KEY value. It writes the same entries as PutMessage with the split
+// keys, in the same order, and allocates nothing: the hashes of
+// "topic#key" are computed over the bytes in place.
+func (s *Service) PutMessageKeys(topic, keys, uniq []byte, phyOffset, storeTimestamp int64) error {
+	if len(topic) == 0 {
+		return fmt.Errorf("%w: empty topic", ErrArgument)
+	}
+	if phyOffset < 0 {
+		return fmt.Errorf("%w: negative offset %d", ErrArgument, phyOffset)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if f := s.newest(); f != nil && f.hasEntries() && phyOffset <= f.hdr.EndPhyOffset {
+		return nil
+	}
+	prefix := javaHashBytes(javaHashBytes(0, topic), keySeparator)
+	if len(uniq) > 0 {
+		if err := s.putHash(absHash(javaHashBytes(prefix, uniq)), phyOffset, storeTimestamp); err != nil {
+			return err
+		}
+	}
+	for len(keys) > 0 {
+		i := bytes.IndexByte(keys, ' ')
+		if i < 0 {
+			i = len(keys)
+		}
+		if i > 0 {
+			if err := s.putHash(absHash(javaHashBytes(prefix, keys[:i])), phyOffset, storeTimestamp); err != nil {
+				return err
+			}
+		}
+		keys = keys[min(i+1, len(keys)):]
+	}
+	return nil
+}
+
+// keySeparator joins topic and key in an index key (BuildKey).
+var keySeparator = []byte{'#'}
 
 // roll creates the next file, named by ts (or the first free millisecond
 // after the newest file's name), inheriting the newest file's end.

@@ -45,6 +45,10 @@ func preTouch(data []byte) {
 	}
 }
 
+// Fd is the descriptor of the mapped file (recovery asks the file system
+// where its data lies, SEEK_DATA, to skip holes when checking for zeros).
+func (m *mappedFile) Fd() uintptr { return m.f.Fd() }
+
 func (m *mappedFile) Name() string  { return m.name }
 func (m *mappedFile) Size() int64   { return m.size }
 func (m *mappedFile) Bytes() []byte { return m.data }

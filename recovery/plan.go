@@ -96,8 +96,20 @@ type Plan struct {
 }
 
 // Compute reads the commitlog and checkpoint and decides; it changes nothing.
-// ckpt is nil when no checkpoint exists.
+// ckpt is nil when no checkpoint exists. It is Begin followed by ScanTail.
 func Compute(log *commitlog.Log, ckpt *Checkpoint, abort bool, logger hclog.Logger) (Plan, error) {
+	p, err := Begin(log, ckpt, abort)
+	if err != nil {
+		return p, err
+	}
+	return p, p.ScanTail(log, logger, nil)
+}
+
+// Begin is the first half of Compute: it checks what the checkpoint claims
+// against the commitlog (the refusals) and fixes ScanFrom, which is all a
+// caller needs to prepare the derived files; ConfirmOffset and Last are
+// still the checkpoint's until ScanTail. It changes nothing.
+func Begin(log *commitlog.Log, ckpt *Checkpoint, abort bool) (Plan, error) {
 	started := time.Now()
 	p := Plan{Mode: Normal, Last: Entry{Offset: -1}}
 	if abort {
@@ -112,11 +124,27 @@ func Compute(log *commitlog.Log, ckpt *Checkpoint, abort bool, logger hclog.Logg
 	if ckpt == nil && log.WriteOffset() == log.MinOffset() && len(log.Segments()) == 0 {
 		p.Mode = Fresh
 	}
-	if err := p.scanTail(log, logger); err != nil {
-		return p, err
-	}
 	p.Duration = time.Since(started)
 	return p, nil
+}
+
+// ErrStopped is what ScanTail returns when its each callback stopped it.
+var ErrStopped = errors.New("recovery: scan stopped by its consumer")
+
+// ScanTail is the second half of Compute: it verifies every entry from
+// ScanFrom and sets ConfirmOffset, Last, Tail, Entries and Bytes. If each is
+// not nil it is called, in log order, with every entry that ends up below
+// the final ConfirmOffset, as soon as it is verified: an entry is passed on
+// only once nothing can cut it any more (the scan stops at the first entry
+// that fails, and everything before it stays). e aliases the mapping and is
+// valid while the log's segments stay mapped. An error from each stops the
+// scan and is returned (wrapped with ErrStopped); the plan is then
+// incomplete. ScanTail itself changes nothing.
+func (p *Plan) ScanTail(log *commitlog.Log, logger hclog.Logger, each func(e *commitlog.Entry) error) error {
+	started := time.Now()
+	err := p.scanTail(log, logger, each)
+	p.Duration += time.Since(started)
+	return err
 }
 
 // checkBelowCheckpoint verifies that the bytes the checkpoint claims exist
@@ -155,12 +183,13 @@ func (p *Plan) checkBelowCheckpoint(log *commitlog.Log) error {
 }
 
 // scanTail verifies every entry from ScanFrom and finds confirmOffset.
-func (p *Plan) scanTail(log *commitlog.Log, logger hclog.Logger) error {
+func (p *Plan) scanTail(log *commitlog.Log, logger hclog.Logger, each func(e *commitlog.Entry) error) error {
 	if p.ScanFrom >= log.WriteOffset() {
 		return nil
 	}
 	sc := commitlog.NewScanner(log, p.ScanFrom)
-	lastReport := time.Now()
+	started := time.Now()
+	lastReport := started
 	for {
 		e, err := sc.Next()
 		if err != nil {
@@ -175,13 +204,19 @@ func (p *Plan) scanTail(log *commitlog.Log, logger hclog.Logger) error {
 			logger.Warn("commitlog tail cut", "tail", "corrupt", "offset", e.Start, "reason", p.TailErr)
 			return nil
 		}
+		if each != nil {
+			if err := each(&e); err != nil {
+				return fmt.Errorf("%w at %d: %w", ErrStopped, e.Start, err)
+			}
+		}
 		p.Last = Entry{Offset: e.Start, End: e.End, RaftIndex: e.Header.RaftIndex, Term: e.Header.Term, StoreTimestamp: e.Header.StoreTimestamp}
 		p.ConfirmOffset = e.End
 		p.Entries++
 		p.Bytes += e.End - e.Start
-		if time.Since(lastReport) > time.Second {
+		if p.Entries%1024 == 0 && time.Since(lastReport) > time.Second {
 			lastReport = time.Now()
-			logger.Info("recovery progress", "file", segmentName(log, e.End), "offset", e.End, "entries", p.Entries)
+			logger.Info("recovery progress", "file", segmentName(log, e.End), "offset", e.End, "entries", p.Entries,
+				"MB/s", float64(p.Bytes)/time.Since(started).Seconds()/1e6)
 		}
 	}
 }

@@ -1,9 +1,15 @@
 package store
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/consumequeue"
+	"github.com/raftmq/raftmq/recovery"
 )
 
 // replayScope says what redispatch does with each entry.
@@ -19,69 +25,351 @@ func (r replayScope) wants(k queueKey) bool { return r.queues == nil || r.queues
 
 // redispatch replays the verified entries in [from, to): command frames onto
 // meta, message records into consume queues, index and queue table. Puts are
-// idempotent, so what the files already hold is skipped.
+// idempotent, so what the files already hold is skipped. The scan (verify)
+// and the replay run as a pipeline (see runPipeline).
 func (s *Store) redispatch(from, to int64, only replayScope) error {
 	if from >= to {
 		return nil
 	}
-	sc := commitlog.NewScanner(s.log, from)
-	for {
-		e, err := sc.Next()
-		if err != nil {
-			return fmt.Errorf("store: redispatch at %d: %w", from, err)
-		}
-		if e.Start >= to {
-			return nil
-		}
-		if err := s.replayEntry(e, only); err != nil {
-			return err
-		}
-		if e.End >= to {
-			return nil
+	scan := func(send func(*commitlog.Entry) error) error {
+		sc := commitlog.NewScanner(s.log, from)
+		for {
+			e, err := sc.Next()
+			if err != nil {
+				return fmt.Errorf("store: redispatch at %d: %w", sc.Pos(), err)
+			}
+			if e.Start >= to {
+				return nil
+			}
+			if err := send(&e); err != nil {
+				return err
+			}
+			if e.End >= to {
+				return nil
+			}
 		}
 	}
+	return s.runPipeline(scan, only)
 }
 
-func (s *Store) replayEntry(e commitlog.Entry, only replayScope) error {
-	switch e.Header.Kind {
-	case commitlog.KindCommand:
-		if only.dispatchOnly {
+// replayTail verifies the commitlog tail above the checkpoint (p.ScanTail
+// sets confirmOffset) and replays every verified entry, which by ScanTail's
+// contract all lie below the final confirmOffset.
+func (s *Store) replayTail(p *recovery.Plan) error {
+	return s.runPipeline(func(send func(*commitlog.Entry) error) error {
+		return p.ScanTail(s.log, s.logger, send)
+	}, replayScope{})
+}
+
+// Pipeline sizes: a batch is handed over when it holds this many entries or
+// bytes; pipelineDepth batches may wait between the two stages.
+const (
+	pipelineBatchEntries = 256
+	pipelineBatchBytes   = 1 << 20
+	pipelineDepth        = 4
+)
+
+// errPipelineStopped is what the producer's send returns once the replay
+// side has failed.
+var errPipelineStopped = errors.New("store: replay stopped")
+
+// runPipeline runs scan (which verifies entries and calls send with each, in
+// log order) in its own goroutine and replays the entries here, so that
+// verification (CRC32C over every byte) and dispatch (consume queues, index,
+// meta) run on two cores. The entries alias the commitlog mapping, which
+// stays mapped: nothing unmaps segments during recovery. The goroutine is
+// always finished when runPipeline returns: a replay error stops the
+// producer through send; a producer error ends the stream.
+func (s *Store) runPipeline(scan func(send func(*commitlog.Entry) error) error, only replayScope) error {
+	full := make(chan []commitlog.Entry, pipelineDepth)
+	free := make(chan []commitlog.Entry, pipelineDepth+2)
+	stop := make(chan struct{})
+	var scanErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(full)
+		var batch []commitlog.Entry
+		var size int64
+		hand := func() error {
+			select {
+			case full <- batch:
+			case <-stop:
+				return errPipelineStopped
+			}
+			select {
+			case batch = <-free:
+			default:
+				batch = make([]commitlog.Entry, 0, pipelineBatchEntries)
+			}
+			size = 0
 			return nil
 		}
-		if err := s.meta.applyCommand(e.Command); err != nil {
-			return fmt.Errorf("store: replay command at %d: %w", e.Start, err)
-		}
-		if e.Command[0] == cmdDeleteTopic {
-			d := decoder{b: e.Command[1:]}
-			return s.cqs.DeleteTopic(d.str())
-		}
-		return nil
-	case commitlog.KindMessages:
-		return e.ForEachRecord(func(off int64, r commitlog.Record) error {
-			return s.replayRecord(off, r, e.Header.StoreTimestamp, only)
+		scanErr = scan(func(e *commitlog.Entry) error {
+			batch = append(batch, *e)
+			size += e.End - e.Start
+			if len(batch) >= pipelineBatchEntries || size >= pipelineBatchBytes {
+				return hand()
+			}
+			return nil
 		})
+		if scanErr == nil && len(batch) > 0 {
+			scanErr = hand()
+		}
+	}()
+	r := newReplayer(s, only)
+	var err error
+	for batch := range full {
+		for i := 0; i < len(batch) && err == nil; i++ {
+			err = r.entry(&batch[i])
+		}
+		if err != nil && stop != nil {
+			close(stop)
+			stop = nil
+		}
+		clear(batch)
+		select {
+		case free <- batch[:0]:
+		default:
+		}
+	}
+	<-done
+	if err == nil {
+		r.syncMeta()
+	}
+	if err == nil && scanErr != nil && !errors.Is(scanErr, errPipelineStopped) {
+		err = scanErr
+	}
+	return err
+}
+
+// replayer applies verified entries to meta, consume queues and index. It
+// caches per topic and queue what every record would otherwise look up (the
+// consume queue, the queue table's next offset, whether the topic exists)
+// so that a record costs no allocation and no map lookup with a built key.
+// The cached next offsets are written back to meta before a command entry
+// is applied and at the end (syncMeta); a command drops the cache.
+type replayer struct {
+	s      *Store
+	only   replayScope
+	topics map[string]*replayTopic
+	dirty  []*replayQueue
+}
+
+type replayTopic struct {
+	name   string
+	skip   bool // dispatchOnly and the topic no longer exists
+	queues []*replayQueue
+}
+
+type replayQueue struct {
+	key    queueKey
+	wanted bool
+	cq     *consumequeue.Queue
+	next   int64 // queue table's next offset (not dispatchOnly)
+	dirty  bool
+}
+
+func newReplayer(s *Store, only replayScope) *replayer {
+	return &replayer{s: s, only: only, topics: map[string]*replayTopic{}}
+}
+
+func (r *replayer) entry(e *commitlog.Entry) error {
+	switch e.Header.Kind {
+	case commitlog.KindCommand:
+		if r.only.dispatchOnly {
+			return nil
+		}
+		return r.command(e)
+	case commitlog.KindMessages:
+		return r.records(e)
 	}
 	return nil
 }
 
-func (s *Store) replayRecord(off int64, r commitlog.Record, storeTs int64, only replayScope) error {
-	k := queueKey{string(r.Topic), r.QueueID}
-	if !only.wants(k) {
+func (r *replayer) command(e *commitlog.Entry) error {
+	r.syncMeta()
+	clear(r.topics)
+	if err := r.s.meta.applyCommand(e.Command); err != nil {
+		return fmt.Errorf("store: replay command at %d: %w", e.Start, err)
+	}
+	if e.Command[0] == cmdDeleteTopic {
+		d := decoder{b: e.Command[1:]}
+		return r.s.cqs.DeleteTopic(d.str())
+	}
+	return nil
+}
+
+// records replays the message records of a verified entry.
+func (r *replayer) records(e *commitlog.Entry) error {
+	off := e.End - int64(len(e.Records))
+	ts := e.Header.StoreTimestamp
+	for b := e.Records; len(b) > 0; {
+		rec, err := recordView(b)
+		if err != nil {
+			return fmt.Errorf("store: replay record at %d: %w", off, err)
+		}
+		if err := r.record(off, &rec, ts); err != nil {
+			return err
+		}
+		b = b[rec.size:]
+		off += int64(rec.size)
+	}
+	return nil
+}
+
+func (r *replayer) record(off int64, rec *replayRecord, storeTs int64) error {
+	t := r.topic(rec.topic)
+	if t.skip {
 		return nil
 	}
-	if only.dispatchOnly {
-		if _, ok := s.meta.topics[k.topic]; !ok {
-			return nil // deleted since
+	q, err := r.queue(t, rec.queueID)
+	if err != nil || q == nil {
+		return err
+	}
+	if !r.only.dispatchOnly && rec.queueOffset+1 > q.next {
+		q.next = rec.queueOffset + 1
+		if !q.dirty {
+			q.dirty = true
+			r.dirty = append(r.dirty, q)
 		}
-		return s.dispatchOne(k.topic, k.queue, r.QueueOffset, commitlog.RecordPos{Offset: off, Size: r.Size}, r.Properties, storeTs)
 	}
-	if _, ok := s.meta.topics[k.topic]; !ok {
-		s.meta.topics[k.topic] = TopicConfig{Name: k.topic, Queues: s.cfg.DefaultQueues, Perm: 6}
+	tags, keys, uniq := recordKeys(rec.props)
+	unit := consumequeue.Unit{PhyOffset: off, Size: rec.size, TagsCode: commitlog.TagsCodeBytes(tags)}
+	if err := q.cq.Put(rec.queueOffset, unit); err != nil {
+		return fmt.Errorf("store: consume queue %s/%d offset %d: %w", q.key.topic, q.key.queue, rec.queueOffset, err)
 	}
-	if next := r.QueueOffset + 1; next > s.meta.queues[k] {
-		s.meta.queues[k] = next
+	if len(keys) == 0 && len(uniq) == 0 {
+		return nil
 	}
-	return s.dispatchOne(k.topic, k.queue, r.QueueOffset, commitlog.RecordPos{Offset: off, Size: r.Size}, r.Properties, storeTs)
+	return r.s.idx.PutMessageKeys(rec.topic, keys, uniq, off, storeTs)
+}
+
+// topic returns the cache entry of a topic, creating the topic in meta the
+// first time a record names it (as the apply path does).
+func (r *replayer) topic(name []byte) *replayTopic {
+	if t, ok := r.topics[string(name)]; ok {
+		return t
+	}
+	t := &replayTopic{name: string(name)}
+	_, exists := r.s.meta.topics[t.name]
+	switch {
+	case r.only.dispatchOnly:
+		t.skip = !exists // deleted since
+	case !exists:
+		r.s.meta.topics[t.name] = TopicConfig{Name: t.name, Queues: r.s.cfg.DefaultQueues, Perm: 6}
+	}
+	r.topics[t.name] = t
+	return t
+}
+
+// queue returns the cache entry of a queue, or nil if the scope skips it.
+func (r *replayer) queue(t *replayTopic, id int32) (*replayQueue, error) {
+	if id < 0 {
+		return nil, fmt.Errorf("store: replay: queue id %d", id)
+	}
+	if int(id) < len(t.queues) && t.queues[id] != nil {
+		q := t.queues[id]
+		if !q.wanted {
+			return nil, nil
+		}
+		return q, nil
+	}
+	for len(t.queues) <= int(id) {
+		t.queues = append(t.queues, nil)
+	}
+	k := queueKey{t.name, id}
+	q := &replayQueue{key: k, wanted: r.only.wants(k), next: r.s.meta.queues[k]}
+	t.queues[id] = q
+	if !q.wanted {
+		return nil, nil
+	}
+	cq, err := r.s.cqs.GetOrCreate(k.topic, k.queue)
+	if err != nil {
+		return nil, fmt.Errorf("store: consume queue %s/%d: %w", k.topic, k.queue, err)
+	}
+	q.cq = cq
+	return q, nil
+}
+
+// syncMeta writes the cached next offsets back to the queue table.
+func (r *replayer) syncMeta() {
+	for _, q := range r.dirty {
+		if q.next > r.s.meta.queues[q.key] {
+			r.s.meta.queues[q.key] = q.next
+		}
+		q.dirty = false
+	}
+	r.dirty = r.dirty[:0]
+}
+
+// replayRecord is what replay reads of a verified message record.
+type replayRecord struct {
+	size        int32
+	queueID     int32
+	queueOffset int64
+	topic       []byte
+	props       []byte
+}
+
+// recordView reads the fields replay needs from a record the scanner has
+// verified (structure, position and the entry CRC). It still bounds every
+// slice, so a caller passing unverified bytes gets an error, not a panic.
+func recordView(b []byte) (replayRecord, error) {
+	if len(b) < commitlog.RecordFixedSize {
+		return replayRecord{}, io.ErrUnexpectedEOF
+	}
+	size := int32(be32(b[commitlog.OffTotalSize:]))
+	bodyLen := int(int32(be32(b[commitlog.OffBodyLength:])))
+	if size < commitlog.RecordFixedSize || int(size) > len(b) || bodyLen < 0 || commitlog.OffBody+bodyLen+3 > int(size) {
+		return replayRecord{}, fmt.Errorf("%w: TOTALSIZE %d BODYLENGTH %d", commitlog.ErrCorrupt, size, bodyLen)
+	}
+	rb := b[:size]
+	p := commitlog.OffBody + bodyLen
+	topicLen := int(int8(rb[p]))
+	if topicLen <= 0 || p+1+topicLen+2 > len(rb) {
+		return replayRecord{}, fmt.Errorf("%w: TOPICLENGTH %d", commitlog.ErrCorrupt, topicLen)
+	}
+	topic := rb[p+1 : p+1+topicLen]
+	p += 1 + topicLen + 2
+	return replayRecord{
+		size:        size,
+		queueID:     int32(be32(rb[commitlog.OffQueueID:])),
+		queueOffset: int64(be64(rb[commitlog.OffQueueOffset:])),
+		topic:       topic,
+		props:       rb[p:],
+	}, nil
+}
+
+func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
+func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
+
+// recordKeys finds TAGS, KEYS and UNIQ_KEY in one pass over the properties;
+// like commitlog.GetProperty, the first occurrence of a name wins.
+func recordKeys(props []byte) (tags, keys, uniq []byte) {
+	var haveTags, haveKeys, haveUniq bool
+	for len(props) > 0 && !(haveTags && haveKeys && haveUniq) {
+		pair := props
+		if i := bytes.IndexByte(props, 0x02); i >= 0 {
+			pair, props = props[:i], props[i+1:]
+		} else {
+			props = nil
+		}
+		j := bytes.IndexByte(pair, 0x01)
+		if j < 0 {
+			continue
+		}
+		name, value := pair[:j], pair[j+1:]
+		switch {
+		case !haveKeys && string(name) == commitlog.PropertyKeys:
+			keys, haveKeys = value, true
+		case !haveUniq && string(name) == commitlog.PropertyUniqKey:
+			uniq, haveUniq = value, true
+		case !haveTags && string(name) == commitlog.PropertyTags:
+			tags, haveTags = value, true
+		}
+	}
+	return tags, keys, uniq
 }
 
 // repairLaggingQueues finds queues whose consume queue holds fewer units

@@ -140,12 +140,13 @@ func (s *Store) open() error {
 	if err := s.openFiles(); err != nil {
 		return err
 	}
-	plan, err := recovery.Compute(s.log, ckptPtr, abort, s.logger)
+	plan, err := recovery.Begin(s.log, ckptPtr, abort)
 	if err != nil {
 		return err
 	}
+	err = s.apply(&plan)
 	s.plan = plan
-	return s.apply(plan)
+	return err
 }
 
 func (s *Store) openFiles() error {
@@ -173,16 +174,58 @@ func (s *Store) openFiles() error {
 	return err
 }
 
-// apply carries out a recovery plan: cut everything above confirmOffset,
-// rebuild meta, redispatch the tail, repair lagging queues, checkpoint.
-func (s *Store) apply(p recovery.Plan) error {
-	started := time.Now()
+// apply carries out a recovery plan: cut consume queues, index and meta
+// back to the checkpoint (p.ScanFrom), repair lagging queues, then verify
+// the commitlog tail and replay it in one pipeline (p.ScanTail decides
+// confirmOffset as it goes; everything it hands over lies below it), cut
+// the commitlog at confirmOffset, checkpoint.
+func (s *Store) apply(p *recovery.Plan) error {
+	started, begin := time.Now(), p.Duration // Begin ran before apply
+	phase := started
+	took := func() time.Duration { d := time.Since(phase); phase = time.Now(); return d }
+	if err := s.cutDerivedToCheckpoint(p); err != nil {
+		return err
+	}
+	// Below the checkpoint: rebuild what a snapshot install or damage left
+	// missing, against the checkpoint's queue table.
+	rebuilt, err := s.rebuildIfMarked(p.ScanFrom)
+	if err != nil {
+		return err
+	}
+	if err := s.repairLaggingQueues(p.ScanFrom); err != nil {
+		return err
+	}
+	prepare := took()
+	// Above it: verify the tail and replay it into meta, queues and index.
+	if err := s.replayTail(p); err != nil {
+		return err
+	}
+	replay := took()
 	if err := s.log.TruncateDirty(p.ConfirmOffset); err != nil {
 		return fmt.Errorf("store: truncate commitlog at %d: %w", p.ConfirmOffset, err)
 	}
-	// Consume queues and index are only trusted up to the checkpoint
-	// (ScanFrom): what lies above it may be torn or stale, and is rebuilt
-	// from the verified commitlog tail below.
+	s.applied = entryMark{Offset: p.Last.Offset, End: p.ConfirmOffset, RaftIndex: p.Last.RaftIndex, Term: p.Last.Term, StoreTimestamp: p.Last.StoreTimestamp}
+	s.flushedOffset.Store(p.ScanFrom)
+	s.ckptOffset.Store(p.Checkpoint.ConfirmOffset)
+	truncate := took()
+	s.recoveryDuration = time.Since(started) + begin
+	s.logger.Info("recovered", "mode", p.Mode.String(), "confirmOffset", p.ConfirmOffset, "appliedIndex", p.Last.RaftIndex,
+		"tail", p.Tail.String(), "entriesVerified", p.Entries, "MB/s", mbPerSec(p.Bytes, replay), "duration", s.recoveryDuration)
+	s.logger.Debug("recovery phases", "prepare", prepare, "verifyAndReplay", replay, "truncate", truncate)
+	if err := s.flush(); err != nil {
+		return err
+	}
+	s.logger.Debug("recovery flush", "took", took())
+	if rebuilt {
+		return s.fs.Remove(filepath.Join(s.cfg.Dir, rebuildMarker))
+	}
+	return nil
+}
+
+// cutDerivedToCheckpoint trusts consume queues, index and meta only up to
+// the checkpoint (p.ScanFrom): what lies above it may be torn or stale and
+// is rebuilt from the verified commitlog tail.
+func (s *Store) cutDerivedToCheckpoint(p *recovery.Plan) error {
 	for _, q := range s.cqs.Queues() {
 		if err := q.TruncateAtPhy(p.ScanFrom); err != nil {
 			return fmt.Errorf("store: truncate consume queue %s/%d: %w", q.Topic(), q.QueueID(), err)
@@ -196,35 +239,7 @@ func (s *Store) apply(p recovery.Plan) error {
 		return &recovery.Error{File: recovery.CheckpointName, Reason: "meta: " + err.Error(), Err: recovery.ErrCheckpointCorrupt}
 	}
 	s.meta = m
-	s.applied = entryMark{Offset: p.Last.Offset, End: p.ConfirmOffset, RaftIndex: p.Last.RaftIndex, Term: p.Last.Term, StoreTimestamp: p.Last.StoreTimestamp}
-	if err := s.truncateQueuesToMeta(); err != nil {
-		return err
-	}
-	// Below the checkpoint: rebuild what a snapshot install or damage left
-	// missing, against the checkpoint's queue table.
-	rebuilt, err := s.rebuildIfMarked(p.ScanFrom)
-	if err != nil {
-		return err
-	}
-	if err := s.repairLaggingQueues(p.ScanFrom); err != nil {
-		return err
-	}
-	// Above it: replay the verified tail into meta, queues and index.
-	if err := s.redispatch(p.ScanFrom, p.ConfirmOffset, replayScope{}); err != nil {
-		return err
-	}
-	s.flushedOffset.Store(p.ScanFrom)
-	s.ckptOffset.Store(p.Checkpoint.ConfirmOffset)
-	s.logger.Info("recovered", "mode", p.Mode.String(), "confirmOffset", p.ConfirmOffset, "appliedIndex", p.Last.RaftIndex,
-		"tail", p.Tail.String(), "entriesVerified", p.Entries, "scanMB/s", mbPerSec(p.Bytes, p.Duration), "duration", time.Since(started)+p.Duration)
-	s.recoveryDuration = time.Since(started) + p.Duration
-	if err := s.flush(); err != nil {
-		return err
-	}
-	if rebuilt {
-		return s.fs.Remove(filepath.Join(s.cfg.Dir, rebuildMarker))
-	}
-	return nil
+	return s.truncateQueuesToMeta()
 }
 
 // truncateQueuesToMeta cuts every consume queue to the unit count the
@@ -243,7 +258,7 @@ func (s *Store) truncateQueuesToMeta() error {
 // recoverIndex cuts the index back to what the checkpoint proves durable
 // (abnormal exit: the newest file may hold slots pointing at lost entries),
 // or to confirmOffset after a clean exit.
-func (s *Store) recoverIndex(p recovery.Plan) error {
+func (s *Store) recoverIndex(p *recovery.Plan) error {
 	if p.Mode == recovery.Abnormal || !p.HasCheckpoint {
 		var st index.State
 		if p.HasCheckpoint {

@@ -236,6 +236,7 @@ func (r *verifyReport) ckptOffset() int64 {
 // scan verifies every entry from the oldest segment on.
 func (r *verifyReport) scan() {
 	sc := commitlog.NewScanner(r.log, r.minOffset)
+	sc.CheckBodyCRC()
 	for {
 		e, err := sc.Next()
 		if err != nil {

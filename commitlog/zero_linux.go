@@ -1,0 +1,49 @@
+//go:build linux
+
+package commitlog
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
+
+// fdFile is a mapped file that exposes its descriptor (mmap's real mapping).
+type fdFile interface{ Fd() uintptr }
+
+// zeroFrom reports whether b, the bytes of file f from offset base on, are
+// all zero. It asks the file system where f holds data (SEEK_DATA and
+// SEEK_HOLE) and reads only those ranges: holes and unwritten extents read
+// as zeros without being read, so a fresh preallocated segment tail costs a
+// few system calls instead of faulting in every page. Pages the page cache
+// holds (dirty or read) count as data and are checked. Where the file has
+// no descriptor or the file system cannot say, every byte is read.
+func zeroFrom(f any, b []byte, base int64) bool {
+	ff, ok := f.(fdFile)
+	if !ok || len(b) == 0 {
+		return isZero(b)
+	}
+	fd := int(ff.Fd())
+	end := base + int64(len(b))
+	for off := base; off < end; {
+		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
+		switch {
+		case errors.Is(err, unix.ENXIO):
+			return true // only holes from off to the end of the file
+		case err != nil:
+			return isZero(b[off-base:])
+		case data >= end:
+			return true
+		}
+		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
+		if err != nil {
+			return isZero(b[data-base:])
+		}
+		hole = min(hole, end)
+		if !isZero(b[data-base : hole-base]) {
+			return false
+		}
+		off = hole
+	}
+	return true
+}
