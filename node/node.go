@@ -18,6 +18,7 @@ import (
 
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/fsm"
+	"github.com/raftmq/raftmq/node/snapstore"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
 	"github.com/raftmq/raftmq/vfs"
@@ -34,7 +35,7 @@ type Node struct {
 	raft  *raft.Raft
 	bolt  RaftStore // raft-boltdb by default (Raft.LogStore)
 	trans *raft.NetworkTransport
-	snaps *raft.FileSnapshotStore
+	snaps *snapstore.Store
 
 	batcher *batcher
 	metrics *metrics
@@ -131,7 +132,10 @@ func (n *Node) openRaft() error {
 	if n.bolt, err = OpenRaftStore(n.cfg.Raft.LogStore, dir, n.log.Named("raft-log")); err != nil {
 		return err
 	}
-	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(dir, "snapshots"), n.cfg.Raft.SnapshotRetain, n.log.Named("snapshots"))
+	// Under the data dir, like the store by default: local snapshots hard-link
+	// the store's segments, which needs one file system (else they are copied).
+	n.snaps, err = snapstore.New(filepath.Join(dir, "snapshots"), n.cfg.Raft.SnapshotRetain,
+		snapstore.Options{FS: n.fs, Logger: n.log.Named("snapshots")})
 	if err != nil {
 		return fmt.Errorf("node: snapshot store: %w", err)
 	}
@@ -163,15 +167,12 @@ func (n *Node) seedMembers() {
 	if err != nil || len(metas) == 0 {
 		return
 	}
-	_, rc, err := n.snaps.Open(metas[0].ID)
+	h, err := n.snaps.ReadHeader(metas[0].ID)
 	if err != nil {
-		n.log.Warn("cannot open newest snapshot for member addresses", "error", err)
+		n.log.Warn("cannot read newest snapshot for member addresses", "error", err)
 		return
 	}
-	defer rc.Close()
-	if h, err := fsm.ReadSnapshotHeader(rc); err == nil {
-		n.fsm.SeedMembers(h.Members)
-	}
+	n.fsm.SeedMembers(h.Members)
 }
 
 // bootstrap forms a cluster on a node without Raft state: from --peers with

@@ -23,6 +23,9 @@ type sink struct {
 	tmp  string
 	kind string // "" until the first Write or LinkSegments
 	done bool
+	// closeErr is what the first Close returned (raft calls Close again
+	// after FSMSnapshot.Persist closed the sink).
+	closeErr error
 
 	state vfs.File // stream: state.bin
 	w     *bufio.Writer
@@ -159,15 +162,17 @@ func copyPrefix(fsys vfs.FS, src, dst string, length int64) error {
 }
 
 // Close finishes the snapshot: sync, meta.json, sync, rename .tmp into
-// place, sync the parent; then retention runs.
+// place, sync the parent; then retention runs. Closing again returns the
+// first result; closing a cancelled sink returns nil.
 func (k *sink) Close() error {
 	if k.done {
-		return fmt.Errorf("%w: close of a finished sink", ErrSinkState)
+		return k.closeErr // raft closes again after Persist closed: idempotent
 	}
 	k.done = true
 	if err := k.finish(); err != nil {
 		k.closeState()
 		_ = k.s.fs.RemoveAll(k.tmp)
+		k.closeErr = err
 		return err
 	}
 	if k.kind == kindLinked {

@@ -217,6 +217,9 @@ func TestStreamSnapshotRoundTrip(t *testing.T) {
 	if err := sink.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if err := sink.Close(); err != nil { // raft closes again after Persist did
+		t.Fatalf("second Close: %v", err)
+	}
 	if _, err := sink.Write([]byte{1}); !errors.Is(err, ErrSinkState) {
 		t.Fatalf("Write after Close: %v", err)
 	}
