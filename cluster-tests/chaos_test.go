@@ -1,0 +1,329 @@
+package clustertest
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/nodeproc"
+	"github.com/raftmq/raftmq/internal/testseed"
+	"github.com/raftmq/raftmq/transport"
+)
+
+var chaosDuration = flag.Duration("chaos.duration", 0, "run chaos schedules back to back for this long (0: one short schedule)")
+
+// Fault kinds.
+const (
+	faultKill       = "kill9"
+	faultPause      = "pause"
+	faultRestart    = "restart"
+	faultTransfer   = "transfer"
+	faultMembership = "membership"
+	faultPowerLoss  = "powerloss"
+	faultIsolate    = "isolate"
+	faultIsolateLdr = "isolate-leader"
+	faultBridge     = "bridge"
+	faultLatency    = "latency"
+	faultDropConns  = "drop-conns"
+)
+
+var processFaults = []string{faultKill, faultPause, faultRestart, faultTransfer, faultMembership, faultPowerLoss}
+var networkFaults = []string{faultIsolate, faultIsolateLdr, faultBridge, faultLatency, faultDropConns}
+
+func TestChaos(t *testing.T) {
+	seed := testseed.Seed(t)
+	useNet := true
+	if err := netAvailable(); err != nil {
+		useNet = false
+		t.Logf("network faults skipped: %v", err)
+	}
+	total := newTally()
+	if *chaosDuration == 0 {
+		total.add(runSchedule(t, seed, useNet, 0))
+	} else {
+		deadline := time.Now().Add(*chaosDuration)
+		for i := int64(0); time.Now().Before(deadline); i++ {
+			s := seed + i
+			t.Run(fmt.Sprintf("schedule-%d-seed-%d", i, s), func(t *testing.T) {
+				total.add(runSchedule(t, s, useNet, 12))
+			})
+			t.Logf("after %d schedules (%v left): %s", i+1, time.Until(deadline).Round(time.Second), total)
+		}
+	}
+	t.Logf("chaos tally (seed %d): %s", seed, total)
+	fmt.Printf("chaos tally (seed %d): %s\n", seed, total)
+	if total.bad() > 0 {
+		t.Errorf("seed %d: %d problems found", seed, total.bad())
+	}
+}
+
+// scheduleKinds is every enabled fault kind once in a seeded order, then
+// extra random ones.
+func scheduleKinds(rng *rand.Rand, useNet bool, extra int) []string {
+	kinds := append([]string(nil), processFaults...)
+	if useNet {
+		kinds = append(kinds, networkFaults...)
+	}
+	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
+	all := append([]string(nil), kinds...)
+	for i := 0; i < extra; i++ {
+		kinds = append(kinds, all[rng.IntN(len(all))])
+	}
+	return kinds
+}
+
+// runSchedule runs one cluster through one seeded fault schedule and checks
+// it; problems are reported through t with the seed.
+func runSchedule(t *testing.T, seed int64, useNet bool, extra int) *tally {
+	tl := newTally()
+	tl.Schedules = 1
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	kinds := scheduleKinds(rng, useNet, extra)
+	t.Logf("seed %d schedule: %s", seed, strings.Join(kinds, " "))
+	dir := nodeproc.TempDir(t, "chaos")
+	ctx := context.Background()
+	tc, err := startTestCluster(ctx, t, dir, clusterOptions{net: useNet})
+	if err != nil {
+		t.Fatalf("seed %d: start cluster: %v", seed, err)
+	}
+	t.Cleanup(tc.close)
+	w, err := startWorkload(ctx, tc, seed)
+	if err != nil {
+		t.Fatalf("seed %d: start workload: %v", seed, err)
+	}
+	defer w.close()
+	admin, err := tc.newClient(ctx, 0, false)
+	if err != nil {
+		t.Fatalf("seed %d: admin client: %v", seed, err)
+	}
+	defer admin.Close()
+	w.wait(time.Second) // let the workload warm up before the first fault
+	for n, kind := range kinds {
+		start := time.Now()
+		err := inject(ctx, tc, admin, kind, rng)
+		tl.Faults[kind]++
+		if err == nil {
+			err = tc.waitServing(ctx, 60*time.Second)
+		}
+		t.Logf("fault %d/%d %s: %v (%v)", n+1, len(kinds), kind, errText(err), time.Since(start).Round(time.Millisecond))
+		if err != nil {
+			tl.problem(&tl.Unrecovered, "seed %d: fault %s: %v", seed, kind, err)
+			_ = tc.healAll()
+			if err := tc.waitServing(ctx, 60*time.Second); err != nil {
+				break
+			}
+		}
+	}
+	w.wait(time.Second)
+	w.close()
+	if err := tc.healAll(); err != nil {
+		tl.problem(&tl.Unrecovered, "heal: %v", err)
+	}
+	err = tc.waitServing(ctx, 60*time.Second)
+	if err == nil {
+		err = tc.converged(ctx, 60*time.Second)
+	}
+	if err != nil {
+		tl.problem(&tl.Unrecovered, "after healing: %v", err)
+	}
+	writeAckLog(filepath.Join(dir, "ack.log"), w)
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	if err := check(cctx, tc, w, tl); err != nil {
+		tl.problem(&tl.Unrecovered, "check: %v", err)
+	}
+	cancel()
+	_ = verifyStopped(tc, tl)
+	t.Logf("seed %d: %s", seed, tl)
+	if tl.bad() > 0 {
+		t.Errorf("seed %d (replay with -seed=%d): %d problems; data dirs and logs kept in %s:\n%s",
+			seed, seed, tl.bad(), dir, strings.Join(tl.problems, "\n"))
+	}
+	return tl
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
+}
+
+// hold is how long a fault lasts while the workload runs.
+func hold(rng *rand.Rand) time.Duration {
+	return time.Duration(1500+rng.IntN(2000)) * time.Millisecond
+}
+
+// sleepFor waits a fault's hold time; it is the fault's duration, not a
+// stand-in for a condition.
+func sleepFor(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// inject applies one fault, holds it, and undoes it.
+func inject(ctx context.Context, tc *testCluster, admin *client.Client, kind string, rng *rand.Rand) error {
+	n := len(tc.c.Nodes)
+	victim := rng.IntN(n)
+	switch kind {
+	case faultKill:
+		if err := tc.node(victim).Kill(); err != nil {
+			return err
+		}
+		sleepFor(ctx, hold(rng))
+		return tc.restart(victim)
+	case faultPause:
+		if err := tc.node(victim).Pause(); err != nil {
+			return err
+		}
+		sleepFor(ctx, hold(rng))
+		return tc.node(victim).Resume()
+	case faultRestart:
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		code, err := tc.node(victim).Stop(sctx)
+		cancel()
+		if err != nil || code != 0 {
+			return fmt.Errorf("graceful stop of %s: exit %d: %v; log ends:\n%s", tc.id(victim), code, err, tc.node(victim).LogTail(10))
+		}
+		return tc.restart(victim)
+	case faultTransfer:
+		f, err := tc.follower(ctx, rng)
+		if err != nil {
+			return err
+		}
+		tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err = admin.Transfer(tctx, tc.id(f))
+		cancel()
+		if err != nil {
+			tc.t.Logf("transfer to %s: %v (not a safety problem)", tc.id(f), err)
+		}
+		sleepFor(ctx, hold(rng))
+		return nil
+	case faultMembership:
+		f, err := tc.follower(ctx, rng)
+		if err != nil {
+			return err
+		}
+		if err := tc.rejoinWiped(ctx, admin, f); err != nil {
+			return err
+		}
+		return tc.waitVoters(ctx, 90*time.Second)
+	case faultPowerLoss:
+		if err := tc.node(victim).Kill(); err != nil {
+			return err
+		}
+		dropped, err := dropUnflushed(tc.node(victim).Spec().Dir, rng)
+		if err != nil {
+			return fmt.Errorf("power loss of %s: %w", tc.id(victim), err)
+		}
+		tc.t.Logf("power loss of %s: zeroed %d unflushed commitlog bytes", tc.id(victim), dropped)
+		return tc.restart(victim)
+	}
+	if tc.lab == nil {
+		return fmt.Errorf("fault %s needs network namespaces", kind)
+	}
+	switch kind {
+	case faultIsolate, faultIsolateLdr:
+		if kind == faultIsolateLdr {
+			l, err := tc.leader(ctx, 20*time.Second)
+			if err != nil {
+				return err
+			}
+			victim = l
+		}
+		if err := tc.lab.isolate(victim); err != nil {
+			return err
+		}
+	case faultBridge:
+		a, c := (victim+1)%n, (victim+2)%n
+		if err := tc.lab.cut(a, c); err != nil {
+			return err
+		}
+	case faultLatency:
+		if err := tc.lab.slow(victim, time.Duration(50+rng.IntN(200))*time.Millisecond); err != nil {
+			return err
+		}
+	case faultDropConns:
+		if err := tc.lab.lossy(victim, 0.1+0.2*rng.Float64()); err != nil {
+			return err
+		}
+		if err := tc.lab.killConns(victim); err != nil {
+			tc.t.Logf("ss -K: %v", err)
+		}
+		sleepFor(ctx, hold(rng)/2)
+		if err := tc.lab.killConns(victim); err != nil {
+			tc.t.Logf("ss -K: %v", err)
+		}
+	default:
+		return fmt.Errorf("unknown fault %q", kind)
+	}
+	sleepFor(ctx, hold(rng))
+	return tc.lab.heal()
+}
+
+// waitVoters waits until the leader lists every node as a voter.
+func (tc *testCluster) waitVoters(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	why := ""
+	for {
+		l, err := tc.c.Leader(ctx)
+		if err == nil {
+			s, err := tc.node(l).Status(ctx)
+			if err == nil {
+				voters := 0
+				for _, m := range s.Members {
+					if m.Suffrage == transport.SuffrageVoter {
+						voters++
+					}
+				}
+				if voters == len(tc.c.Nodes) {
+					return nil
+				}
+				why = fmt.Sprintf("%d voters: %+v", voters, s.Members)
+			}
+		} else {
+			why = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("membership not restored within %v: %s", d, why)
+		case <-tick.C:
+		}
+	}
+}
+
+// writeAckLog writes the producers' outcomes in raftmq produce --ack-log
+// form (unknown and failed sends as "? ?", failed ones marked).
+func writeAckLog(path string, w *workload) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	bw := bufio.NewWriter(f)
+	defer bw.Flush()
+	for _, s := range w.sends {
+		switch s.outcome {
+		case acked:
+			fmt.Fprintf(bw, "%s\t%s\t%d\t%d\n", s.id, topic, s.queue, s.offset)
+		case unknown:
+			fmt.Fprintf(bw, "%s\t%s\t?\t?\n", s.id, topic)
+		case failed:
+			fmt.Fprintf(bw, "%s\t%s\t?\t?\tfailed\n", s.id, topic)
+		}
+	}
+}
