@@ -50,6 +50,10 @@ IndexMaxIndexes = 16384
 MaxMessageSize = 65536
 FlushInterval = "200ms"
 PreTouch = false
+# no disk-ratio retention: every acknowledged message must stay readable
+DiskMaxUsedSpaceRatio = 100
+CleanForciblyRatio = 100
+DiskWarningRatio = 100
 `
 
 // clusterOptions choose how a test cluster runs.

@@ -68,5 +68,17 @@ func (s *Store) diskUsedPercent() int {
 	if _, ok := s.fs.(interface{ OpCount() int }); ok {
 		return 0 // vfs.MemFS: the host's disk says nothing about it
 	}
-	return int(100 - st.Bavail*100/st.Blocks)
+	return usedPercent(st.Blocks, st.Bfree, st.Bavail)
+}
+
+// usedPercent is df's Use% and RocketMQ's getDiskPartitionSpaceUsedPercent:
+// used / (used + available to us), with used = total - free. Blocks
+// reserved for root (free but not available) count as neither, so a disk
+// with a large reserve is not taken for full.
+func usedPercent(blocks, free, avail uint64) int {
+	used := blocks - min(free, blocks)
+	if used+avail == 0 {
+		return 0
+	}
+	return int((used*100 + used + avail - 1) / (used + avail))
 }
