@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/fsm"
 	"github.com/raftmq/raftmq/store"
@@ -181,7 +183,7 @@ func (b *batcher) propose(batch []*sendReq) bool {
 	f := b.n.raft.Apply(data, b.n.cfg.ApplyTimeout)
 	start := time.Now()
 	b.n.goroutine(func() {
-		resp, err := b.n.waitApply(context.Background(), f)
+		resp, err := b.await(f)
 		<-b.slots
 		b.n.metrics.observeSend(len(cmd.Messages), len(data), time.Since(start), err)
 		var results []store.PutResult
@@ -191,6 +193,20 @@ func (b *batcher) propose(batch []*sendReq) bool {
 		finish(live, results, err)
 	})
 	return true
+}
+
+// await waits for f on the calling goroutine (one scheduling hop less than
+// waitApply on the latency of every Send). Raft resolves every future, at
+// the latest with ErrRaftShutdown.
+func (b *batcher) await(f raft.ApplyFuture) (*fsm.ApplyResponse, error) {
+	if err := f.Error(); err != nil {
+		return nil, mapRaftError(err)
+	}
+	resp, _ := f.Response().(*fsm.ApplyResponse)
+	if resp == nil {
+		return nil, fmt.Errorf("%w: no response from the state machine", transport.ErrOutcomeUnknown)
+	}
+	return resp, resp.Err
 }
 
 // finish hands each request its slice of results (or the entry's error).

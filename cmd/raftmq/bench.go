@@ -161,7 +161,7 @@ func benchProducer(ctx context.Context, c *client.Client, f benchFlags, rec *rec
 	window := make(chan struct{}, f.inflight)
 	var sends sync.WaitGroup
 	defer sends.Wait()
-	for ctx.Err() == nil {
+	for !ended(ctx) {
 		k := slots.Add(1) - 1
 		first := k * int64(f.batch)
 		if f.n > 0 && first >= f.n {
@@ -220,7 +220,7 @@ func benchSendBatch(ctx context.Context, c *client.Client, f benchFlags, n int, 
 	res, err := c.Send(ctx, msgs...)
 	lat := time.Since(due)
 	if err != nil {
-		if ctx.Err() == nil {
+		if !ended(ctx) {
 			rec.fail(int64(n), err)
 		}
 		return
@@ -238,6 +238,18 @@ func benchSendBatch(ctx context.Context, c *client.Client, f benchFlags, n int, 
 		rec.count.Add(int64(ok))
 		rec.bytes.Add(int64(ok) * int64(f.size))
 	}
+}
+
+// ended reports whether the run is over: ctx is done or its deadline has
+// passed (gRPC fails a call at the deadline by its own timer, which can
+// fire before the context's; such calls are cut off by the end of the run,
+// not failures).
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 func sleepUntil(ctx context.Context, t time.Time) bool {

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestQuickRun runs the whole bench in -quick mode (real processes: three
+// raftmq nodes, three ceiling nodes, the CLI) and checks that every row was
+// measured and that both reports parse. It asserts no speeds.
+func TestQuickRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts six node processes; skipped with -short")
+	}
+	o := defaultOptions(true)
+	o.Out, o.Log, o.Args = t.TempDir(), testLog{t}, []string{"-quick"}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := run(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(o.Out, "performance.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("performance.json does not parse: %v", err)
+	}
+	checkRows(t, &rep)
+	md, err := os.ReadFile(filepath.Join(o.Out, "performance.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| row | log store | raftmq | ceiling | ratio | target | result |", rep.Machine.CPU, "go run ./bench -quick"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("performance.md lacks %q", want)
+		}
+	}
+	if n := strings.Count(string(md), "\n| "); n < len(rep.Rows) {
+		t.Errorf("performance.md has %d table lines for %d rows", n, len(rep.Rows))
+	}
+}
+
+func checkRows(t *testing.T, rep *report) {
+	t.Helper()
+	want := map[string]bool{"produce 1 KiB": false, "produce 16 KiB": false, "pipelined": false,
+		"single synchronous send": false, "p99 at half max": false, "consume catch-up": false, "restart": false}
+	var acked int64
+	for _, r := range rep.Rows {
+		for k := range want {
+			if strings.Contains(r.Name, k) {
+				want[k] = true
+			}
+		}
+		if r.Result != "pass" && r.Result != "miss" && r.Result != "info" {
+			t.Errorf("row %q: result %q", r.Name, r.Result)
+		}
+		if r.Load != nil && r.Load.Rate == 0 && (len(r.RaftmqRuns) != rep.Reps || len(r.CeilingRuns) != rep.Reps) {
+			t.Errorf("row %q: %d raftmq and %d ceiling runs, want %d each", r.Name, len(r.RaftmqRuns), len(r.CeilingRuns), rep.Reps)
+		}
+		for _, s := range r.RaftmqRuns {
+			acked += s.Count
+		}
+		if strings.Contains(r.Name, "consume") && r.Raftmq <= 0 {
+			t.Errorf("consume row read nothing: %+v", r)
+		}
+		if strings.Contains(r.Name, "restart") && r.Raftmq <= 0 {
+			t.Errorf("restart row measured nothing: %+v", r)
+		}
+	}
+	for k, ok := range want {
+		if !ok {
+			t.Errorf("no row for %q", k)
+		}
+	}
+	if acked == 0 {
+		t.Error("no raftmq run acknowledged a message")
+	}
+}

@@ -1,0 +1,19 @@
+// Command bench measures raftmq against its ceiling in one run on this
+// machine and writes docs/performance.md and docs/performance.json.
+//
+//	go run ./bench            # full run (≈ 10 min), writes docs/
+//	go run ./bench -quick     # smoke run (small counts), writes to -out
+//
+// It builds raftmq-node, raftmq and bench/ceiling, starts a three-node
+// raftmq cluster and a three-node bare hashicorp/raft cluster (no-op FSM,
+// the node's own Raft config and log store: node.BuildRaftConfig,
+// node.OpenRaftStore) as real processes on loopback (internal/nodeproc),
+// and runs every row against both, alternating which goes first (A/B) and
+// repeating, so noise from the other work on the machine hits both sides.
+// raftmq load comes from the raftmq CLI (`raftmq bench`) in its own
+// process over gRPC; the ceiling's load runs inside its leader process,
+// calling raft.Apply with entries of the same size and concurrency.
+//
+// The analysis of misses (profiles, what would close them) lives in
+// bench/notes.md and is copied into docs/performance.md.
+package main

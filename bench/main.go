@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/nodeproc"
+)
+
+// options of one bench run.
+type options struct {
+	Quick    bool
+	Out      string        // directory for performance.md/.json
+	Duration time.Duration // one measurement
+	Reps     int           // A/B repetitions of every row
+	WAL      bool          // also measure the raft-wal log store
+	Restart  int64         // commitlog bytes before the restart row
+	Consume  int64         // messages the consume row reads at most
+	Profile  bool          // capture leader CPU profiles (extra, unmeasured runs)
+	Keep     bool          // keep data dirs and logs
+	Args     []string      // the command line, for the report
+	Log      io.Writer     // progress
+}
+
+func defaultOptions(quick bool) options {
+	o := options{Quick: quick, Duration: 4 * time.Second, Reps: 3, WAL: true, Restart: 1 << 30,
+		Consume: 600_000, Profile: true, Log: os.Stderr}
+	if quick {
+		o.Duration, o.Reps, o.WAL, o.Restart, o.Consume, o.Profile = 700*time.Millisecond, 1, false, 16<<20, 20_000, false
+	}
+	return o
+}
+
+func main() {
+	quick := flag.Bool("quick", false, "smoke run: short measurements, one repetition, no raft-wal rows, 16 MiB restart")
+	out := flag.String("out", "", "output directory (default: <module>/docs; -quick: a temp dir)")
+	dur := flag.Duration("duration", 0, "one measurement (default 4s, -quick 700ms)")
+	reps := flag.Int("reps", 0, "A/B repetitions per row (default 3, -quick 1)")
+	wal := flag.Bool("wal", true, "also measure raft-wal as the Raft log store (full run only)")
+	keep := flag.Bool("keep", false, "keep the data directories and node logs")
+	flag.Parse()
+	o := defaultOptions(*quick)
+	if *dur > 0 {
+		o.Duration = *dur
+	}
+	if *reps > 0 {
+		o.Reps = *reps
+	}
+	o.WAL = o.WAL && *wal
+	o.Keep, o.Out, o.Args = *keep, *out, os.Args[1:]
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	rep, err := run(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	fmt.Print(rep.table())
+}
+
+// run does one whole bench and writes the report files.
+func run(ctx context.Context, o options) (*report, error) {
+	root, err := nodeproc.ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	if o.Out == "" {
+		if o.Quick {
+			return nil, errors.New("-quick needs -out (it must not overwrite docs/)")
+		}
+		o.Out = filepath.Join(root, "docs")
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	work, err := os.MkdirTemp("", "raftmq-bench-")
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{o: o, work: work, started: time.Now()}
+	defer r.cleanup()
+	if err := r.build(root); err != nil {
+		return nil, err
+	}
+	rep := newReport(o, root)
+	if err := r.all(ctx, rep); err != nil {
+		return rep, err
+	}
+	rep.Seconds = time.Since(r.started).Seconds()
+	if err := rep.write(o.Out, filepath.Join(root, "bench", "notes.md")); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// build builds raftmq-node and raftmq (nodeproc) and the ceiling binary.
+func (r *runner) build(root string) error {
+	r.logf("building binaries")
+	bin, err := nodeproc.Build()
+	if err != nil {
+		return err
+	}
+	r.bin = bin
+	r.ceilBin = filepath.Join(r.work, "ceiling")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", r.ceilBin, "./bench/ceiling")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./bench/ceiling: %w\n%s", err, out)
+	}
+	return nil
+}
+
+func (r *runner) logf(format string, args ...any) {
+	fmt.Fprintf(r.o.Log, "[%6.1fs] %s\n", time.Since(r.started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// cleanup stops every cluster still running and removes the work dir
+// unless asked to keep it.
+func (r *runner) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r.stopClusters(ctx)
+	if r.o.Keep {
+		r.logf("kept data and logs in %s", r.work)
+		return
+	}
+	_ = os.RemoveAll(r.work)
+}
+
+func (r *runner) stopClusters(ctx context.Context) {
+	for _, c := range []*nodeproc.Cluster{r.mq, r.ceil} {
+		if c != nil {
+			if err := c.Stop(ctx); err != nil {
+				r.logf("stopping a cluster: %v", err)
+			}
+		}
+	}
+	r.mq, r.ceil = nil, nil
+}
+
+func joinArgs(args []string) string {
+	if len(args) == 0 {
+		return "go run ./bench"
+	}
+	return "go run ./bench " + strings.Join(args, " ")
+}

@@ -1,0 +1,439 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/raftmq/raftmq/node"
+)
+
+// Targets (issue #7).
+const (
+	targetProduceRatio  = 0.60   // raftmq MB/s / ceiling MB/s
+	targetPipelinedRate = 60_000 // msgs/s, 1 KiB, 4 pipelined producers
+	targetSyncP50Ratio  = 1.20   // raftmq p50 / ceiling p50, one synchronous sender
+	targetHalfMaxP99    = 10.0   // ms
+	targetConsumeMBps   = 500.0  // MB/s of message bytes
+	targetRestartSecs   = 2.0    // s to serving with 1 GiB
+)
+
+// Row is one line of the report.
+type Row struct {
+	Name        string    `json:"name"`
+	LogStore    string    `json:"log_store"`
+	Load        *load     `json:"load,omitempty"`
+	Metric      string    `json:"metric"`
+	Raftmq      float64   `json:"raftmq"`
+	Ceiling     float64   `json:"ceiling,omitempty"`
+	Ratio       float64   `json:"ratio,omitempty"`
+	Target      string    `json:"target"`
+	Result      string    `json:"result"` // pass, miss or info
+	RaftmqRuns  []Summary `json:"raftmq_runs,omitempty"`
+	CeilingRuns []Summary `json:"ceiling_runs,omitempty"`
+	Note        string    `json:"note,omitempty"`
+}
+
+// abRow is a row measured on both clusters.
+type abRow struct {
+	name   string
+	l      load
+	metric string                  // what Raftmq/Ceiling hold
+	value  func(s Summary) float64 // of one run
+	judge  func(row *Row)          // sets Ratio, Target, Result
+}
+
+func mbps(s Summary) float64 { return s.MBPerS }
+func msgs(s Summary) float64 { return s.MsgsPerS }
+func p50(s Summary) float64  { return s.P50 }
+func p99(s Summary) float64  { return s.P99 }
+
+func judgeProduce(row *Row) {
+	row.Ratio = ratio(row.Raftmq, row.Ceiling)
+	row.Target = fmt.Sprintf("ratio ≥ %.2f", targetProduceRatio)
+	row.Result = passIf(row.Ratio >= targetProduceRatio)
+}
+
+func judgePipelined(row *Row) {
+	row.Ratio = ratio(row.Raftmq, row.Ceiling)
+	row.Target = fmt.Sprintf("≥ %d msgs/s", targetPipelinedRate)
+	row.Result = passIf(row.Raftmq >= targetPipelinedRate)
+}
+
+func judgeSync(row *Row) {
+	row.Ratio = ratio(row.Raftmq, row.Ceiling)
+	row.Target = fmt.Sprintf("p50 ratio ≤ %.2f", targetSyncP50Ratio)
+	row.Result = passIf(row.Ratio > 0 && row.Ratio <= targetSyncP50Ratio)
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func passIf(ok bool) string {
+	if ok {
+		return "pass"
+	}
+	return "miss"
+}
+
+// pipelinedLoad mirrors client.Producer's defaults: batches of 128, four
+// sends in flight per producer.
+var pipelinedLoad = load{Size: 1024, Conc: 4, Batch: 128, InFlight: 4}
+
+func abRows(quick bool) []abRow {
+	concs := []int{1, 16, 128}
+	if quick {
+		concs = []int{16}
+	}
+	var rows []abRow
+	for _, size := range []int{1024, 16 << 10} {
+		batched := 32
+		if size > 1024 {
+			batched = 8
+		}
+		for _, c := range concs {
+			for _, b := range []int{1, batched} {
+				kind := "unbatched"
+				if b > 1 {
+					kind = fmt.Sprintf("batch %d", b)
+				}
+				rows = append(rows, abRow{name: fmt.Sprintf("produce %s, %d producers, %s", sizeName(size), c, kind),
+					l: load{Size: size, Conc: c, Batch: b, InFlight: 1}, metric: "MB/s", value: mbps, judge: judgeProduce})
+			}
+		}
+	}
+	rows = append(rows,
+		abRow{name: "produce 1 KiB, 4 pipelined producers (batch 128, 4 in flight)", l: pipelinedLoad,
+			metric: "msgs/s", value: msgs, judge: judgePipelined},
+		abRow{name: "single synchronous send, 1 KiB (p50)", l: load{Size: 1024, Conc: 1, Batch: 1, InFlight: 1},
+			metric: "p50 ms", value: p50, judge: judgeSync})
+	return rows
+}
+
+func sizeName(n int) string {
+	if n%1024 == 0 {
+		return fmt.Sprintf("%d KiB", n/1024)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// all runs every row.
+func (r *runner) all(ctx context.Context, rep *report) error {
+	if err := r.startClusters(ctx, node.LogStoreBolt); err != nil {
+		return err
+	}
+	rows, err := r.runAB(ctx, abRows(r.o.Quick))
+	if err != nil {
+		return err
+	}
+	rep.Rows = append(rep.Rows, rows...)
+	var maxRate float64
+	for _, row := range rows {
+		if row.Load != nil && *row.Load == pipelinedLoad {
+			maxRate = row.Raftmq
+		}
+	}
+	for _, step := range []func(context.Context, *report) error{
+		func(ctx context.Context, rep *report) error { return r.halfMax(ctx, rep, maxRate) },
+		r.profiles, r.consume, r.restart,
+	} {
+		if err := step(ctx, rep); err != nil {
+			return err
+		}
+	}
+	if !r.o.WAL {
+		return nil
+	}
+	return r.walRows(ctx, rep)
+}
+
+// runAB measures every row reps times, alternating which cluster goes
+// first, and keeps the medians.
+func (r *runner) runAB(ctx context.Context, defs []abRow) ([]Row, error) {
+	rows := make([]Row, len(defs))
+	for i, d := range defs {
+		l := d.l
+		rows[i] = Row{Name: d.name, LogStore: r.variant, Load: &l, Metric: d.metric}
+	}
+	for rep := 0; rep < r.o.Reps; rep++ {
+		for i, d := range defs {
+			mqFirst := (rep+i)%2 == 0
+			for k := 0; k < 2; k++ {
+				var s Summary
+				var err error
+				if (k == 0) == mqFirst {
+					s, err = r.produce(ctx, d.l, r.o.Duration)
+					rows[i].RaftmqRuns = append(rows[i].RaftmqRuns, s)
+				} else {
+					s, err = r.ceiling(ctx, d.l, r.o.Duration)
+					rows[i].CeilingRuns = append(rows[i].CeilingRuns, s)
+				}
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", d.name, err)
+				}
+			}
+			r.logf("%-62s raftmq %9.1f  ceiling %9.1f %s", d.name, d.value(last(rows[i].RaftmqRuns)), d.value(last(rows[i].CeilingRuns)), d.metric)
+		}
+	}
+	for i, d := range defs {
+		rows[i].Raftmq = median(rows[i].RaftmqRuns, d.value)
+		rows[i].Ceiling = median(rows[i].CeilingRuns, d.value)
+		d.judge(&rows[i])
+		rows[i].Note = errorNote(rows[i].RaftmqRuns, rows[i].CeilingRuns)
+	}
+	return rows, nil
+}
+
+func last(s []Summary) Summary { return s[len(s)-1] }
+
+func median(runs []Summary, f func(Summary) float64) float64 {
+	if len(runs) == 0 {
+		return 0
+	}
+	v := make([]float64, len(runs))
+	for i, s := range runs {
+		v[i] = f(s)
+	}
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func errorNote(sets ...[]Summary) string {
+	var n int64
+	first := ""
+	for _, runs := range sets {
+		for _, s := range runs {
+			n += s.Errors
+			if first == "" && s.FirstErr != "" {
+				first = s.FirstErr
+			}
+		}
+	}
+	if n == 0 && first == "" {
+		return ""
+	}
+	if len(first) > 200 {
+		first = first[:200] + "…"
+	}
+	return fmt.Sprintf("%d errors; first: %s", n, first)
+}
+
+// halfMax runs the pipelined load open loop at half the rate it reached
+// closed loop; latency counts from each batch's intended send time.
+func (r *runner) halfMax(ctx context.Context, rep *report, maxRate float64) error {
+	l := pipelinedLoad
+	l.Rate = maxRate / 2
+	row := Row{Name: fmt.Sprintf("p99 at half max throughput (open loop, %.0f msgs/s)", l.Rate), LogStore: r.variant,
+		Load: &l, Metric: "p99 ms", Target: fmt.Sprintf("p99 ≤ %.0f ms", targetHalfMaxP99)}
+	if l.Rate < 1 {
+		row.Result, row.Note = "miss", "no maximum throughput measured"
+		rep.Rows = append(rep.Rows, row)
+		return nil
+	}
+	for range r.o.Reps {
+		s, err := r.produce(ctx, l, r.o.Duration)
+		if err != nil {
+			return err
+		}
+		row.RaftmqRuns = append(row.RaftmqRuns, s)
+		r.logf("%-62s raftmq p99 %.2f ms (p50 %.2f, %.0f msgs/s)", row.Name, s.P99, s.P50, s.MsgsPerS)
+	}
+	row.Raftmq = median(row.RaftmqRuns, p99)
+	row.Result = passIf(row.Raftmq <= targetHalfMaxP99)
+	row.Note = errorNote(row.RaftmqRuns)
+	rep.Rows = append(rep.Rows, row)
+	return nil
+}
+
+// profiles captures CPU profiles of the raftmq leader under the pipelined
+// load and the consume catch-up (extra runs, not counted in any row).
+func (r *runner) profiles(ctx context.Context, rep *report) error {
+	if !r.o.Profile {
+		return nil
+	}
+	file := filepath.Join(r.work, "leader-pipelined.pprof")
+	err := r.leaderProfile(ctx, r.o.Duration, file, func() error {
+		_, err := r.produce(ctx, pipelinedLoad, r.o.Duration+time.Second)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	rep.Profiles = append(rep.Profiles, profileTop(ctx, "raftmq leader, pipelined produce (1 KiB, 4×4 in flight, batch 128)", file))
+	return nil
+}
+
+// profileTop is `go tool pprof -top` of file, cut to its head.
+func profileTop(ctx context.Context, title, file string) Profile {
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=25", file).CombinedOutput()
+	text := string(out)
+	if err != nil {
+		text = fmt.Sprintf("go tool pprof failed: %v\n%s", err, out)
+	}
+	return Profile{Title: title, Top: strings.TrimSpace(text)}
+}
+
+// consume reads the 1 KiB topic from the start with one consumer process
+// (one long-polling puller per queue) and reports message bytes per second.
+func (r *runner) consume(ctx context.Context, rep *report) error {
+	n, err := r.topicMessages(ctx, topic1K)
+	if err != nil {
+		return err
+	}
+	n = min(n, r.o.Consume)
+	row := Row{Name: fmt.Sprintf("consume catch-up, 1 KiB, one consumer, all queues (%d msgs)", n), LogStore: r.variant,
+		Metric: "MB/s", Target: fmt.Sprintf("≥ %.0f MB/s", targetConsumeMBps)}
+	run := func() (Summary, error) {
+		return r.cliSummary(ctx, "--json", "bench", "consume", "-t", topic1K, "-n", strconv.FormatInt(n, 10))
+	}
+	for range r.o.Reps {
+		s, err := run()
+		if err != nil {
+			return err
+		}
+		row.RaftmqRuns = append(row.RaftmqRuns, s)
+		r.logf("%-62s raftmq %.1f MB/s (%.0f msgs/s)", row.Name, s.MBPerS, s.MsgsPerS)
+	}
+	row.Raftmq = median(row.RaftmqRuns, mbps)
+	row.Result = passIf(row.Raftmq >= targetConsumeMBps)
+	row.Note = errorNote(row.RaftmqRuns)
+	rep.Rows = append(rep.Rows, row)
+	if r.o.Profile {
+		file := filepath.Join(r.work, "leader-consume.pprof")
+		if err := r.leaderProfile(ctx, 2*time.Second, file, func() error {
+			_, err := run()
+			return err
+		}); err != nil {
+			return fmt.Errorf("consume profile: %w", err)
+		}
+		rep.Profiles = append(rep.Profiles, profileTop(ctx, "raftmq node serving the consume catch-up", file))
+	}
+	return nil
+}
+
+// topicMessages is the number of messages in a topic (sum over queues).
+func (r *runner) topicMessages(ctx context.Context, topic string) (int64, error) {
+	out, err := r.cli(ctx, "--json", "topic", "describe", topic)
+	if err != nil {
+		return 0, err
+	}
+	var d struct {
+		QueueOffsets []struct {
+			Min int64 `json:"minOffset"`
+			Max int64 `json:"maxOffset"`
+		} `json:"queueOffsets"`
+	}
+	if err := json.Unmarshal(out, &d); err != nil {
+		return 0, fmt.Errorf("topic describe: %w: %s", err, out)
+	}
+	var n int64
+	for _, q := range d.QueueOffsets {
+		n += q.Max - q.Min
+	}
+	return n, nil
+}
+
+// restart fills the commitlog to o.Restart bytes, stops a follower with
+// SIGTERM (checkpoint written), starts it again and times it to /healthz.
+func (r *runner) restart(ctx context.Context, rep *report) error {
+	li, err := r.mq.Leader(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.fill(ctx, li); err != nil {
+		return err
+	}
+	f := r.mq.Nodes[(li+1)%len(r.mq.Nodes)]
+	st, err := r.mq.Nodes[li].Status(ctx)
+	if err != nil {
+		return err
+	}
+	size := st.MaxOffset
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if code, err := f.Stop(sctx); err != nil || code != 0 {
+		return fmt.Errorf("stop follower %s: exit %d: %v", f.Spec().ID, code, err)
+	}
+	t0 := time.Now()
+	if err := f.Restart(); err != nil {
+		return err
+	}
+	if err := f.WaitHealthy(sctx); err != nil {
+		return err
+	}
+	serving := time.Since(t0).Seconds()
+	r.logf("restart of follower %s with %d MiB: serving after %.2fs", f.Spec().ID, size>>20, serving)
+	row := Row{Name: fmt.Sprintf("restart of a follower with %d MiB of commitlog: serving (SIGTERM, then start)", size>>20),
+		LogStore: r.variant, Metric: "s", Raftmq: serving, Target: fmt.Sprintf("≤ %.0f s", targetRestartSecs),
+		Result: passIf(serving <= targetRestartSecs)}
+	if size < r.o.Restart {
+		row.Result, row.Note = "miss", fmt.Sprintf("only %d MiB could be written", size>>20)
+	}
+	if r.o.Quick {
+		row.Note = strings.TrimSpace(row.Note + " (quick run: small store, not the 1 GiB of the target)")
+	}
+	rep.Rows = append(rep.Rows, row)
+	return nil
+}
+
+// fill produces 16 KiB batches until the leader's commitlog holds o.Restart
+// bytes, in bounded rounds.
+func (r *runner) fill(ctx context.Context, li int) error {
+	leader := r.mq.Nodes[li]
+	for round := 0; round < 20; round++ {
+		st, err := leader.Status(ctx)
+		if err != nil {
+			return err
+		}
+		missing := r.o.Restart - st.MaxOffset
+		if missing <= 0 {
+			return nil
+		}
+		n := missing/(16<<10) + 1
+		r.logf("filling the commitlog: %d MiB more", missing>>20)
+		if _, err := r.cli(ctx, "--json", "bench", "produce", "-t", topic16K, "-n", strconv.FormatInt(n, 10),
+			"-s", "16384", "-c", "16", "--batch", "8"); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("commitlog did not reach %d bytes", r.o.Restart)
+}
+
+// walRows repeats the storage-bound rows with raft-wal as the log store.
+func (r *runner) walRows(ctx context.Context, rep *report) error {
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	r.stopClusters(sctx)
+	cancel()
+	if err := r.startClusters(ctx, node.LogStoreWAL); err != nil {
+		return err
+	}
+	var defs []abRow
+	for _, d := range abRows(r.o.Quick) {
+		if d.l == pipelinedLoad || d.l.Conc == 1 && d.l.Batch == 1 && d.l.Size == 1024 ||
+			d.l.Conc == 16 && d.l.Batch > 1 || d.l.Conc == 128 && d.l.Batch == 1 && d.l.Size == 1024 {
+			defs = append(defs, d)
+		}
+	}
+	rows, err := r.runAB(ctx, defs)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		rows[i].Result = "info" // targets are for the default log store
+	}
+	rep.Rows = append(rep.Rows, rows...)
+	return nil
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/nodeproc"
+)
+
+// runner owns the clusters of one bench run.
+type runner struct {
+	o       options
+	work    string
+	started time.Time
+	bin     nodeproc.Binaries
+	ceilBin string
+	mq      *nodeproc.Cluster // raftmq
+	ceil    *nodeproc.Cluster // bare raft
+	variant string            // log store of the running clusters
+}
+
+// Summary is one measurement: the `raftmq bench --json` summary, which the
+// ceiling answers in the same shape.
+type Summary struct {
+	Count    int64   `json:"count"`
+	Seconds  float64 `json:"seconds"`
+	MsgsPerS float64 `json:"msgs_per_s"`
+	MBPerS   float64 `json:"mb_per_s"`
+	P50      float64 `json:"p50_ms"`
+	P99      float64 `json:"p99_ms"`
+	P999     float64 `json:"p999_ms"`
+	Max      float64 `json:"max_ms"`
+	Errors   int64   `json:"errors"`
+	FirstErr string  `json:"first_error,omitempty"`
+}
+
+// startClusters starts a raftmq and a ceiling cluster whose Raft log store
+// is logStore; both get the same config file.
+func (r *runner) startClusters(ctx context.Context, logStore string) error {
+	dir := filepath.Join(r.work, logStore)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, sub := range []string{"raftmq", "ceiling"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	conf := filepath.Join(dir, "raft.toml")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[raft]\nlog_store = %q\n", logStore)), 0o644); err != nil {
+		return err
+	}
+	args := []string{"--config", conf, "--log-level", "warn"}
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	r.logf("starting 3-node raftmq cluster (%s)", logStore)
+	mq, err := nodeproc.StartCluster(sctx, r.bin, nodeproc.ClusterOptions{N: 3, Dir: filepath.Join(dir, "raftmq"), Args: args})
+	if err != nil {
+		return fmt.Errorf("raftmq cluster: %w", err)
+	}
+	r.mq = mq
+	r.logf("starting 3-node bare-raft ceiling cluster (%s)", logStore)
+	ceil, err := nodeproc.StartCluster(sctx, nodeproc.Binaries{Node: r.ceilBin}, nodeproc.ClusterOptions{N: 3, Dir: filepath.Join(dir, "ceiling"), Args: args})
+	if err != nil {
+		return fmt.Errorf("ceiling cluster: %w", err)
+	}
+	r.ceil, r.variant = ceil, logStore
+	for _, t := range []string{topic1K, topic16K} {
+		if _, err := r.cli(ctx, "topic", "create", t, "--queues", "8"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const (
+	topic1K  = "bench1k"
+	topic16K = "bench16k"
+)
+
+func topicFor(size int) string {
+	if size >= 16<<10 {
+		return topic16K
+	}
+	return topic1K
+}
+
+// cli runs the raftmq CLI against the raftmq cluster.
+func (r *runner) cli(ctx context.Context, args ...string) ([]byte, error) {
+	out, err := r.mq.CLI(ctx, args...)
+	if err != nil {
+		return out, fmt.Errorf("raftmq %v: %w: %s", args, err, out)
+	}
+	return out, nil
+}
+
+// load is the shape of one produce measurement.
+type load struct {
+	Size     int     // message bytes
+	Conc     int     // producers (ceiling: appliers = Conc*InFlight)
+	Batch    int     // messages per send (ceiling entry = Size*Batch)
+	InFlight int     // pipelined sends per producer
+	Rate     float64 // open loop, messages/s (raftmq only)
+}
+
+// produce runs `raftmq bench produce` with l for d.
+func (r *runner) produce(ctx context.Context, l load, d time.Duration) (Summary, error) {
+	args := []string{"--json", "bench", "produce", "-t", topicFor(l.Size), "-n", "0", "--duration", d.String(),
+		"-s", strconv.Itoa(l.Size), "-c", strconv.Itoa(l.Conc), "--batch", strconv.Itoa(l.Batch),
+		"--inflight", strconv.Itoa(l.InFlight)}
+	if l.Rate > 0 {
+		args = append(args, "--rate", strconv.FormatFloat(l.Rate, 'f', 0, 64))
+	}
+	return r.cliSummary(ctx, args...)
+}
+
+// cliSummary runs the CLI and parses its JSON summary; a run with errors
+// still yields its summary (Errors > 0).
+func (r *runner) cliSummary(ctx context.Context, args ...string) (Summary, error) {
+	out, err := r.mq.CLI(ctx, args...)
+	var s Summary
+	found := false
+	var other [][]byte
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		if !found && bytes.HasPrefix(line, []byte("{")) && json.Unmarshal(line, &s) == nil {
+			found = true
+		} else if len(bytes.TrimSpace(line)) > 0 {
+			other = append(other, line)
+		}
+	}
+	if !found {
+		return s, fmt.Errorf("raftmq %v: no summary (%v): %s", args, err, out)
+	}
+	if err != nil {
+		s.FirstErr = string(bytes.Join(other, []byte(" ")))
+	}
+	return s, nil
+}
+
+// ceiling runs the bare-raft load on the ceiling leader.
+func (r *runner) ceiling(ctx context.Context, l load, d time.Duration) (Summary, error) {
+	var s Summary
+	i, err := r.ceil.Leader(ctx)
+	if err != nil {
+		return s, err
+	}
+	q := url.Values{"size": {strconv.Itoa(l.Size * l.Batch)}, "c": {strconv.Itoa(l.Conc * l.InFlight)}, "duration": {d.String()}}
+	u := "http://" + r.ceil.Nodes[i].Spec().HTTPAddr + "/run?" + q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return s, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return s, fmt.Errorf("ceiling run: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return s, fmt.Errorf("ceiling run: HTTP %d: %s", resp.StatusCode, body)
+	}
+	if err := json.Unmarshal(body, &s); err != nil {
+		return s, fmt.Errorf("ceiling run: %w: %s", err, body)
+	}
+	// The ceiling counts entries; report messages so rows compare like for like.
+	s.MsgsPerS *= float64(l.Batch)
+	s.Count *= int64(l.Batch)
+	return s, nil
+}
+
+// leaderProfile fetches a CPU profile of the raftmq leader for d into
+// file, while fn runs.
+func (r *runner) leaderProfile(ctx context.Context, d time.Duration, file string, fn func() error) error {
+	i, err := r.mq.Leader(ctx)
+	if err != nil {
+		return err
+	}
+	secs := max(1, int(d.Seconds()))
+	u := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", r.mq.Nodes[i].Spec().HTTPAddr, secs)
+	got := make(chan error, 1)
+	go func() { got <- fetch(ctx, u, file) }()
+	ferr := fn()
+	return errorsJoin(ferr, <-got)
+}
+
+func fetch(ctx context.Context, u, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: HTTP %d", u, resp.StatusCode)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, resp.Body)
+	return errorsJoin(err, f.Close())
+}
