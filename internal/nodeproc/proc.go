@@ -39,6 +39,11 @@ type Spec struct {
 	Env                         []string // extra environment (RAFTMQ_*)
 	Args                        []string // extra flags
 	LogPath                     string   // stdout+stderr appended here (default Dir+".log")
+	WorkDir                     string   // working directory of the process (default: the caller's)
+	// Bare passes none of the ID, Dir, address, Bootstrap, Peers and Join
+	// flags: the node runs on its defaults (or Env/Args), and the address
+	// fields only tell the harness where it listens.
+	Bare bool
 }
 
 // logPath is where the process output goes.
@@ -52,6 +57,9 @@ func (s Spec) logPath() string {
 // argv is the full command line: prefix, binary, flags.
 func (s Spec) argv(nodeBin string) []string {
 	argv := append(append([]string{}, s.Prefix...), nodeBin)
+	if s.Bare {
+		return append(argv, s.Args...)
+	}
 	add := func(flag, v string) {
 		if v != "" {
 			argv = append(argv, "--"+flag, v)
@@ -102,6 +110,7 @@ func (p *Proc) start() error {
 	argv := p.spec.argv(p.bin.Node)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), p.spec.Env...)
+	cmd.Dir = p.spec.WorkDir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
