@@ -173,7 +173,7 @@ func (f *FSM) execute(st *store.Store, h *store.EntryHeader, cmd *Command) (*App
 	case CmdCreateTopic:
 		return &ApplyResponse{}, st.CreateTopic(*h, cmd.Topic)
 	case CmdUpdateTopic:
-		return &ApplyResponse{}, fmt.Errorf("%w: the store has no topic update yet", ErrUnknownCommand)
+		return &ApplyResponse{}, st.UpdateTopic(*h, cmd.Topic)
 	case CmdDeleteTopic:
 		return &ApplyResponse{}, st.DeleteTopic(*h, cmd.TopicName)
 	case CmdSetMemberMeta:

@@ -157,6 +157,11 @@ func (m *meta) applyCommand(payload []byte) error {
 		if d.err == nil {
 			m.topics[t.Name] = t
 		}
+	case cmdUpdateTopic:
+		name, queues, perm := d.str(), int32(d.u32()), int32(d.u32())
+		if d.err == nil {
+			m.updateTopic(name, queues, perm)
+		}
 	case cmdDeleteTopic:
 		name := d.str()
 		if d.err == nil {
