@@ -223,11 +223,11 @@ func inject(ctx context.Context, tc *testCluster, admin *client.Client, kind str
 		if err := tc.node(victim).Kill(); err != nil {
 			return err
 		}
-		dropped, err := dropUnflushed(tc.node(victim).Spec().Dir, rng)
+		dropped, confirm, cut, err := dropUnflushed(tc.node(victim).Spec().Dir, rng)
 		if err != nil {
 			return fmt.Errorf("power loss of %s: %w", tc.id(victim), err)
 		}
-		tc.t.Logf("power loss of %s: zeroed %d unflushed commitlog bytes", tc.id(victim), dropped)
+		tc.t.Logf("power loss of %s: checkpoint confirmOffset %d, cut at %d, zeroed %d commitlog bytes", tc.id(victim), confirm, cut, dropped)
 		return tc.restart(victim)
 	}
 	if tc.lab == nil {
@@ -269,6 +269,9 @@ func inject(ctx context.Context, tc *testCluster, admin *client.Client, kind str
 		return fmt.Errorf("unknown fault %q", kind)
 	}
 	sleepFor(ctx, hold(rng))
+	if kind == faultLatency {
+		tc.t.Logf("latency: %d raft connections went through the delay proxies", tc.lab.proxied())
+	}
 	return tc.lab.heal()
 }
 

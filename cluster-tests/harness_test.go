@@ -48,7 +48,7 @@ ConsumeQueueFileSize = 20000
 IndexMaxHashSlots = 4096
 IndexMaxIndexes = 16384
 MaxMessageSize = 65536
-FlushInterval = "200ms"
+FlushInterval = "1s"
 PreTouch = false
 # no disk-ratio retention: every acknowledged message must stay readable
 DiskMaxUsedSpaceRatio = 100
@@ -325,44 +325,43 @@ func (tc *testCluster) rejoinWiped(ctx context.Context, cl *client.Client, i int
 // table, is zeroed (a never-written page reads as zeros). That drops at
 // least what the page cache could have held. Raft's bolt log (fsynced per
 // append) is left alone. It returns the number of commitlog bytes dropped.
-func dropUnflushed(dataDir string, rng *rand.Rand) (int64, error) {
+func dropUnflushed(dataDir string, rng *rand.Rand) (dropped, confirm, cut int64, err error) {
 	storeDir := filepath.Join(dataDir, "store")
 	ckpt, err := recovery.ReadCheckpoint(vfs.OS(), storeDir)
 	switch {
 	case errors.Is(err, recovery.ErrNoCheckpoint):
 		ckpt = recovery.Checkpoint{}
 	case err != nil:
-		return 0, err
+		return 0, 0, 0, err
 	}
-	cut := ckpt.ConfirmOffset
+	confirm, cut = ckpt.ConfirmOffset, ckpt.ConfirmOffset
 	if rng.IntN(2) == 0 { // sometimes part of the tail was written back
-		cut += rng.Int64N(64 << 10)
+		cut += rng.Int64N(16 << 10)
 	}
-	dropped, err := zeroFrom(filepath.Join(storeDir, "commitlog"), cut)
-	if err != nil {
-		return 0, err
+	if dropped, err = zeroFrom(filepath.Join(storeDir, "commitlog"), cut); err != nil {
+		return 0, 0, 0, err
 	}
 	queues, err := queueTable(ckpt.Meta)
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	topics, err := os.ReadDir(filepath.Join(storeDir, "consumequeue"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	for _, topic := range topics {
 		qdirs, err := os.ReadDir(filepath.Join(storeDir, "consumequeue", topic.Name()))
 		if err != nil {
-			return 0, err
+			return 0, 0, 0, err
 		}
 		for _, q := range qdirs {
 			next := queues[topic.Name()+"/"+q.Name()]
 			if _, err := zeroFrom(filepath.Join(storeDir, "consumequeue", topic.Name(), q.Name()), next*20); err != nil {
-				return 0, err
+				return 0, 0, 0, err
 			}
 		}
 	}
-	return dropped, nil
+	return dropped, confirm, cut, nil
 }
 
 // zeroFrom zeroes every non-zero byte at or beyond absolute offset off in a

@@ -323,16 +323,30 @@ func (l *netLab) stopProxies() bool {
 	return len(ps) > 0
 }
 
+// proxied is how many connections the current delay proxies accepted.
+func (l *netLab) proxied() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, p := range l.proxies {
+		p.mu.Lock()
+		n += p.accepted
+		p.mu.Unlock()
+	}
+	return n
+}
+
 // delayProxy forwards TCP connections to target, delivering every chunk
 // delay after it was read (order kept), in both directions.
 type delayProxy struct {
-	ln     net.Listener
-	target string
-	delay  time.Duration
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	ln       net.Listener
+	target   string
+	delay    time.Duration
+	mu       sync.Mutex
+	conns    map[net.Conn]struct{}
+	accepted int
+	closed   bool
+	wg       sync.WaitGroup
 }
 
 func startDelayProxy(listen, target string, delay time.Duration) (*delayProxy, error) {
@@ -369,6 +383,9 @@ func (p *delayProxy) accept() {
 		if !p.track(c) {
 			return
 		}
+		p.mu.Lock()
+		p.accepted++
+		p.mu.Unlock()
 		p.wg.Add(1)
 		go p.serve(c)
 	}
