@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,7 +49,15 @@ func main() {
 	reps := flag.Int("reps", 0, "A/B repetitions per row (default 3, -quick 1)")
 	wal := flag.Bool("wal", true, "also measure raft-wal as the Raft log store (full run only)")
 	keep := flag.Bool("keep", false, "keep the data directories and node logs")
+	render := flag.String("render", "", "only re-render performance.md from this performance.json (after editing bench/notes.md)")
 	flag.Parse()
+	if *render != "" {
+		if err := rerender(*render); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o := defaultOptions(*quick)
 	if *dur > 0 {
 		o.Duration = *dur
@@ -66,6 +75,23 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Print(rep.table())
+}
+
+// rerender writes performance.md beside file from its JSON and the notes.
+func rerender(file string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	root, err := nodeproc.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	return rep.write(filepath.Dir(file), filepath.Join(root, "bench", "notes.md"))
 }
 
 // run does one whole bench and writes the report files.

@@ -405,7 +405,7 @@ func (r *runner) fill(ctx context.Context, li int) error {
 		n := missing/(16<<10) + 1
 		r.logf("filling the commitlog: %d MiB more", missing>>20)
 		if _, err := r.cli(ctx, "--json", "bench", "produce", "-t", topic16K, "-n", strconv.FormatInt(n, 10),
-			"-s", "16384", "-c", "16", "--batch", "8"); err != nil {
+			"-s", "16384", "-c", "32", "--batch", "16", "--inflight", "2"); err != nil {
 			return err
 		}
 	}

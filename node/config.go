@@ -131,7 +131,7 @@ func DefaultConfig() Config {
 			MaxPool:            3,
 			LogStore:           LogStoreBolt,
 		},
-		GroupCommit:    GroupCommit{MaxBytes: 1 << 20, MaxMessages: 1024, MaxDelay: 0, MaxInFlight: 2},
+		GroupCommit:    GroupCommit{MaxBytes: 1 << 20, MaxMessages: 1024, MaxDelay: 0, MaxInFlight: 8},
 		ApplyTimeout:   10 * time.Second,
 		CatchUpTimeout: 60 * time.Second,
 		ShutdownGrace:  5 * time.Second,
