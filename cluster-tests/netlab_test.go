@@ -50,7 +50,12 @@ func netAvailable() error {
 			return fmt.Errorf("%s not installed (apt-get install -y iproute2 iptables)", tool)
 		}
 	}
-	return nil
+	probe := fmt.Sprintf("%s%d-probe", nsPrefix, os.Getpid())
+	if err := run("ip", "netns", "add", probe); err != nil {
+		return err
+	}
+	defer func() { _ = run("ip", "netns", "del", probe) }()
+	return run("ip", "netns", "exec", probe, "iptables", "-L", "-n")
 }
 
 func run(args ...string) error {
