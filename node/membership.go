@@ -133,7 +133,13 @@ func (n *Node) Transfer(ctx context.Context, id string) error {
 		f = n.raft.LeadershipTransferToServer(srv.ID, srv.Address)
 	}
 	n.setReady(false)
-	return f.Error()
+	err := f.Error()
+	if err != nil && n.raft.State() == raft.Leader {
+		// The transfer failed and this node still leads: serve again once a
+		// barrier passes (a real change of leadership goes through leaderLoop).
+		n.establish()
+	}
+	return err
 }
 
 // joinLoop asks the member at cfg.Join to add this node, retrying until it
