@@ -216,6 +216,16 @@ func (c *Client) CreateTopic(ctx context.Context, name string, queues int32) err
 	})
 }
 
+// UpdateTopic grows a topic to queues queues and/or sets its perm; 0 keeps
+// the current value. Shrinking is refused (codes.InvalidArgument). Applying
+// the same update twice changes nothing, so it is retried like a read.
+func (c *Client) UpdateTopic(ctx context.Context, name string, queues, perm int32) error {
+	return c.write(ctx, true, func(ctx context.Context, r pb.RaftMQClient) error {
+		_, err := r.UpdateTopic(ctx, &pb.UpdateTopicRequest{Name: name, Queues: queues, Perm: perm})
+		return err
+	})
+}
+
 // DescribeTopic returns a topic's configuration and queue offsets.
 func (c *Client) DescribeTopic(ctx context.Context, name string) (TopicInfo, error) {
 	var resp *pb.TopicInfo

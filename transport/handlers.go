@@ -295,6 +295,39 @@ func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*
 	return &pb.CreateTopicResponse{}, nil
 }
 
+// TopicUpdater is implemented by backends that replicate topic updates
+// (node.Node does). It is separate from Backend so that existing backends
+// keep compiling; a backend without it answers UpdateTopic Unimplemented.
+type TopicUpdater interface {
+	// UpdateTopic grows a topic's queue count and/or changes its perm (0
+	// keeps a value); store.ErrNoSuchTopic / store.ErrBadQueue when refused.
+	UpdateTopic(ctx context.Context, t store.TopicConfig) error
+}
+
+// UpdateTopic updates a topic through Raft.
+func (s *Server) UpdateTopic(ctx context.Context, req *pb.UpdateTopicRequest) (*pb.UpdateTopicResponse, error) {
+	if err := ValidTopic(req.GetName()); err != nil {
+		return nil, err
+	}
+	if q := req.GetQueues(); q < 0 || q > MaxQueues {
+		return nil, invalid("queues %d out of range [1, %d] (0 = keep)", q, MaxQueues)
+	}
+	if p := req.GetPerm(); p < 0 || p > 7 {
+		return nil, invalid("perm %d out of range [0, 7] (0 = keep)", p)
+	}
+	u, ok := s.b.(TopicUpdater)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "this server cannot update topics")
+	}
+	t := store.TopicConfig{Name: req.GetName(), Queues: req.GetQueues(), Perm: req.GetPerm()}
+	if err := u.UpdateTopic(ctx, t); err != nil {
+		return forward(s, ctx, err, func(ctx context.Context, c pb.RaftMQClient) (*pb.UpdateTopicResponse, error) {
+			return c.UpdateTopic(ctx, req)
+		})
+	}
+	return &pb.UpdateTopicResponse{}, nil
+}
+
 // DescribeTopic returns a topic's config and queue offsets.
 func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest) (*pb.TopicInfo, error) {
 	if err := ValidTopic(req.GetName()); err != nil {

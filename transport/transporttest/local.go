@@ -94,6 +94,11 @@ func (l *Local) CreateTopic(ctx context.Context, t store.TopicConfig) error {
 	return l.command(func(h store.EntryHeader) error { return l.st.CreateTopic(h, t) })
 }
 
+// UpdateTopic grows a topic's queues and/or changes its perm.
+func (l *Local) UpdateTopic(ctx context.Context, t store.TopicConfig) error {
+	return l.command(func(h store.EntryHeader) error { return l.st.UpdateTopic(h, t) })
+}
+
 // DeleteTopic deletes a topic.
 func (l *Local) DeleteTopic(ctx context.Context, name string) error {
 	return l.command(func(h store.EntryHeader) error { return l.st.DeleteTopic(h, name) })

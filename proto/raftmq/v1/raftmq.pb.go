@@ -1621,6 +1621,104 @@ func (*CreateTopicResponse) Descriptor() ([]byte, []int) {
 	return file_raftmq_proto_rawDescGZIP(), []int{22}
 }
 
+// UpdateTopic changes an existing topic: the queue count may only grow
+// (INVALID_ARGUMENT otherwise), perm may change; 0 keeps the current value.
+type UpdateTopicRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Queues        int32                  `protobuf:"varint,2,opt,name=queues,proto3" json:"queues,omitempty"` // 0 keeps the current count; smaller than it is refused
+	Perm          int32                  `protobuf:"varint,3,opt,name=perm,proto3" json:"perm,omitempty"`     // 0 keeps the current perm
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateTopicRequest) Reset() {
+	*x = UpdateTopicRequest{}
+	mi := &file_raftmq_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTopicRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTopicRequest) ProtoMessage() {}
+
+func (x *UpdateTopicRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftmq_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTopicRequest.ProtoReflect.Descriptor instead.
+func (*UpdateTopicRequest) Descriptor() ([]byte, []int) {
+	return file_raftmq_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *UpdateTopicRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UpdateTopicRequest) GetQueues() int32 {
+	if x != nil {
+		return x.Queues
+	}
+	return 0
+}
+
+func (x *UpdateTopicRequest) GetPerm() int32 {
+	if x != nil {
+		return x.Perm
+	}
+	return 0
+}
+
+type UpdateTopicResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateTopicResponse) Reset() {
+	*x = UpdateTopicResponse{}
+	mi := &file_raftmq_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTopicResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTopicResponse) ProtoMessage() {}
+
+func (x *UpdateTopicResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftmq_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTopicResponse.ProtoReflect.Descriptor instead.
+func (*UpdateTopicResponse) Descriptor() ([]byte, []int) {
+	return file_raftmq_proto_rawDescGZIP(), []int{24}
+}
+
 type QueueInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	QueueId       int32                  `protobuf:"varint,1,opt,name=queue_id,json=queueId,proto3" json:"queue_id,omitempty"`
@@ -1632,7 +1730,7 @@ type QueueInfo struct {
 
 func (x *QueueInfo) Reset() {
 	*x = QueueInfo{}
-	mi := &file_raftmq_proto_msgTypes[23]
+	mi := &file_raftmq_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +1742,7 @@ func (x *QueueInfo) String() string {
 func (*QueueInfo) ProtoMessage() {}
 
 func (x *QueueInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[23]
+	mi := &file_raftmq_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +1755,7 @@ func (x *QueueInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueInfo.ProtoReflect.Descriptor instead.
 func (*QueueInfo) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{23}
+	return file_raftmq_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *QueueInfo) GetQueueId() int32 {
@@ -1693,7 +1791,7 @@ type TopicInfo struct {
 
 func (x *TopicInfo) Reset() {
 	*x = TopicInfo{}
-	mi := &file_raftmq_proto_msgTypes[24]
+	mi := &file_raftmq_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1705,7 +1803,7 @@ func (x *TopicInfo) String() string {
 func (*TopicInfo) ProtoMessage() {}
 
 func (x *TopicInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[24]
+	mi := &file_raftmq_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1718,7 +1816,7 @@ func (x *TopicInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicInfo.ProtoReflect.Descriptor instead.
 func (*TopicInfo) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{24}
+	return file_raftmq_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TopicInfo) GetName() string {
@@ -1758,7 +1856,7 @@ type DescribeTopicRequest struct {
 
 func (x *DescribeTopicRequest) Reset() {
 	*x = DescribeTopicRequest{}
-	mi := &file_raftmq_proto_msgTypes[25]
+	mi := &file_raftmq_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1868,7 @@ func (x *DescribeTopicRequest) String() string {
 func (*DescribeTopicRequest) ProtoMessage() {}
 
 func (x *DescribeTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[25]
+	mi := &file_raftmq_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +1881,7 @@ func (x *DescribeTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicRequest.ProtoReflect.Descriptor instead.
 func (*DescribeTopicRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{25}
+	return file_raftmq_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DescribeTopicRequest) GetName() string {
@@ -1801,7 +1899,7 @@ type ListTopicsRequest struct {
 
 func (x *ListTopicsRequest) Reset() {
 	*x = ListTopicsRequest{}
-	mi := &file_raftmq_proto_msgTypes[26]
+	mi := &file_raftmq_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1813,7 +1911,7 @@ func (x *ListTopicsRequest) String() string {
 func (*ListTopicsRequest) ProtoMessage() {}
 
 func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[26]
+	mi := &file_raftmq_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1826,7 +1924,7 @@ func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTopicsRequest.ProtoReflect.Descriptor instead.
 func (*ListTopicsRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{26}
+	return file_raftmq_proto_rawDescGZIP(), []int{28}
 }
 
 type ListTopicsResponse struct {
@@ -1838,7 +1936,7 @@ type ListTopicsResponse struct {
 
 func (x *ListTopicsResponse) Reset() {
 	*x = ListTopicsResponse{}
-	mi := &file_raftmq_proto_msgTypes[27]
+	mi := &file_raftmq_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1850,7 +1948,7 @@ func (x *ListTopicsResponse) String() string {
 func (*ListTopicsResponse) ProtoMessage() {}
 
 func (x *ListTopicsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[27]
+	mi := &file_raftmq_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1863,7 +1961,7 @@ func (x *ListTopicsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTopicsResponse.ProtoReflect.Descriptor instead.
 func (*ListTopicsResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{27}
+	return file_raftmq_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListTopicsResponse) GetTopics() []*TopicInfo {
@@ -1882,7 +1980,7 @@ type DeleteTopicRequest struct {
 
 func (x *DeleteTopicRequest) Reset() {
 	*x = DeleteTopicRequest{}
-	mi := &file_raftmq_proto_msgTypes[28]
+	mi := &file_raftmq_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1894,7 +1992,7 @@ func (x *DeleteTopicRequest) String() string {
 func (*DeleteTopicRequest) ProtoMessage() {}
 
 func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[28]
+	mi := &file_raftmq_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1907,7 +2005,7 @@ func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTopicRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{28}
+	return file_raftmq_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DeleteTopicRequest) GetName() string {
@@ -1925,7 +2023,7 @@ type DeleteTopicResponse struct {
 
 func (x *DeleteTopicResponse) Reset() {
 	*x = DeleteTopicResponse{}
-	mi := &file_raftmq_proto_msgTypes[29]
+	mi := &file_raftmq_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1937,7 +2035,7 @@ func (x *DeleteTopicResponse) String() string {
 func (*DeleteTopicResponse) ProtoMessage() {}
 
 func (x *DeleteTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[29]
+	mi := &file_raftmq_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1950,7 +2048,7 @@ func (x *DeleteTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTopicResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{29}
+	return file_raftmq_proto_rawDescGZIP(), []int{31}
 }
 
 type StatusRequest struct {
@@ -1961,7 +2059,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_raftmq_proto_msgTypes[30]
+	mi := &file_raftmq_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1973,7 +2071,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[30]
+	mi := &file_raftmq_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1986,7 +2084,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{30}
+	return file_raftmq_proto_rawDescGZIP(), []int{32}
 }
 
 type Member struct {
@@ -2001,7 +2099,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_raftmq_proto_msgTypes[31]
+	mi := &file_raftmq_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2013,7 +2111,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[31]
+	mi := &file_raftmq_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2026,7 +2124,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{31}
+	return file_raftmq_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Member) GetId() string {
@@ -2077,7 +2175,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_raftmq_proto_msgTypes[32]
+	mi := &file_raftmq_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2089,7 +2187,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[32]
+	mi := &file_raftmq_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2102,7 +2200,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{32}
+	return file_raftmq_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *StatusResponse) GetId() string {
@@ -2200,7 +2298,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_raftmq_proto_msgTypes[33]
+	mi := &file_raftmq_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2212,7 +2310,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[33]
+	mi := &file_raftmq_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2225,7 +2323,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{33}
+	return file_raftmq_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *JoinRequest) GetId() string {
@@ -2257,7 +2355,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_raftmq_proto_msgTypes[34]
+	mi := &file_raftmq_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2269,7 +2367,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[34]
+	mi := &file_raftmq_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2282,7 +2380,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{34}
+	return file_raftmq_proto_rawDescGZIP(), []int{36}
 }
 
 type RemoveRequest struct {
@@ -2294,7 +2392,7 @@ type RemoveRequest struct {
 
 func (x *RemoveRequest) Reset() {
 	*x = RemoveRequest{}
-	mi := &file_raftmq_proto_msgTypes[35]
+	mi := &file_raftmq_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2306,7 +2404,7 @@ func (x *RemoveRequest) String() string {
 func (*RemoveRequest) ProtoMessage() {}
 
 func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[35]
+	mi := &file_raftmq_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2319,7 +2417,7 @@ func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
 func (*RemoveRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{35}
+	return file_raftmq_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RemoveRequest) GetId() string {
@@ -2337,7 +2435,7 @@ type RemoveResponse struct {
 
 func (x *RemoveResponse) Reset() {
 	*x = RemoveResponse{}
-	mi := &file_raftmq_proto_msgTypes[36]
+	mi := &file_raftmq_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2349,7 +2447,7 @@ func (x *RemoveResponse) String() string {
 func (*RemoveResponse) ProtoMessage() {}
 
 func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[36]
+	mi := &file_raftmq_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2362,7 +2460,7 @@ func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
 func (*RemoveResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{36}
+	return file_raftmq_proto_rawDescGZIP(), []int{38}
 }
 
 type TransferRequest struct {
@@ -2374,7 +2472,7 @@ type TransferRequest struct {
 
 func (x *TransferRequest) Reset() {
 	*x = TransferRequest{}
-	mi := &file_raftmq_proto_msgTypes[37]
+	mi := &file_raftmq_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2386,7 +2484,7 @@ func (x *TransferRequest) String() string {
 func (*TransferRequest) ProtoMessage() {}
 
 func (x *TransferRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[37]
+	mi := &file_raftmq_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2399,7 +2497,7 @@ func (x *TransferRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferRequest.ProtoReflect.Descriptor instead.
 func (*TransferRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{37}
+	return file_raftmq_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TransferRequest) GetId() string {
@@ -2417,7 +2515,7 @@ type TransferResponse struct {
 
 func (x *TransferResponse) Reset() {
 	*x = TransferResponse{}
-	mi := &file_raftmq_proto_msgTypes[38]
+	mi := &file_raftmq_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2429,7 +2527,7 @@ func (x *TransferResponse) String() string {
 func (*TransferResponse) ProtoMessage() {}
 
 func (x *TransferResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[38]
+	mi := &file_raftmq_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2442,7 +2540,7 @@ func (x *TransferResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferResponse.ProtoReflect.Descriptor instead.
 func (*TransferResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{38}
+	return file_raftmq_proto_rawDescGZIP(), []int{40}
 }
 
 var File_raftmq_proto protoreflect.FileDescriptor
@@ -2567,7 +2665,12 @@ const file_raftmq_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06queues\x18\x02 \x01(\x05R\x06queues\x12\x12\n" +
 	"\x04perm\x18\x03 \x01(\x05R\x04perm\"\x15\n" +
-	"\x13CreateTopicResponse\"d\n" +
+	"\x13CreateTopicResponse\"T\n" +
+	"\x12UpdateTopicRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06queues\x18\x02 \x01(\x05R\x06queues\x12\x12\n" +
+	"\x04perm\x18\x03 \x01(\x05R\x04perm\"\x15\n" +
+	"\x13UpdateTopicResponse\"d\n" +
 	"\tQueueInfo\x12\x19\n" +
 	"\bqueue_id\x18\x01 \x01(\x05R\aqueueId\x12\x1d\n" +
 	"\n" +
@@ -2632,7 +2735,8 @@ const file_raftmq_proto_rawDesc = "" +
 	"\x1fPULL_STATUS_NO_MESSAGE_IN_QUEUE\x10\a*2\n" +
 	"\bBoundary\x12\x12\n" +
 	"\x0eBOUNDARY_LOWER\x10\x00\x12\x12\n" +
-	"\x0eBOUNDARY_UPPER\x10\x012\xda\t\n" +
+	"\x0eBOUNDARY_UPPER\x10\x012\xa8\n" +
+	"\n" +
 	"\x06RaftMQ\x127\n" +
 	"\x04Send\x12\x16.raftmq.v1.SendRequest\x1a\x17.raftmq.v1.SendResponse\x127\n" +
 	"\x04Pull\x12\x16.raftmq.v1.PullRequest\x1a\x17.raftmq.v1.PullResponse\x12L\n" +
@@ -2648,7 +2752,8 @@ const file_raftmq_proto_rawDesc = "" +
 	"\rDescribeTopic\x12\x1f.raftmq.v1.DescribeTopicRequest\x1a\x14.raftmq.v1.TopicInfo\x12I\n" +
 	"\n" +
 	"ListTopics\x12\x1c.raftmq.v1.ListTopicsRequest\x1a\x1d.raftmq.v1.ListTopicsResponse\x12L\n" +
-	"\vDeleteTopic\x12\x1d.raftmq.v1.DeleteTopicRequest\x1a\x1e.raftmq.v1.DeleteTopicResponse\x12=\n" +
+	"\vDeleteTopic\x12\x1d.raftmq.v1.DeleteTopicRequest\x1a\x1e.raftmq.v1.DeleteTopicResponse\x12L\n" +
+	"\vUpdateTopic\x12\x1d.raftmq.v1.UpdateTopicRequest\x1a\x1e.raftmq.v1.UpdateTopicResponse\x12=\n" +
 	"\x06Status\x12\x18.raftmq.v1.StatusRequest\x1a\x19.raftmq.v1.StatusResponse\x127\n" +
 	"\x04Join\x12\x16.raftmq.v1.JoinRequest\x1a\x17.raftmq.v1.JoinResponse\x12=\n" +
 	"\x06Remove\x12\x18.raftmq.v1.RemoveRequest\x1a\x19.raftmq.v1.RemoveResponse\x12C\n" +
@@ -2667,7 +2772,7 @@ func file_raftmq_proto_rawDescGZIP() []byte {
 }
 
 var file_raftmq_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_raftmq_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_raftmq_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_raftmq_proto_goTypes = []any{
 	(PullStatus)(0),               // 0: raftmq.v1.PullStatus
 	(Boundary)(0),                 // 1: raftmq.v1.Boundary
@@ -2694,22 +2799,24 @@ var file_raftmq_proto_goTypes = []any{
 	(*OffsetByTimeResponse)(nil),  // 22: raftmq.v1.OffsetByTimeResponse
 	(*CreateTopicRequest)(nil),    // 23: raftmq.v1.CreateTopicRequest
 	(*CreateTopicResponse)(nil),   // 24: raftmq.v1.CreateTopicResponse
-	(*QueueInfo)(nil),             // 25: raftmq.v1.QueueInfo
-	(*TopicInfo)(nil),             // 26: raftmq.v1.TopicInfo
-	(*DescribeTopicRequest)(nil),  // 27: raftmq.v1.DescribeTopicRequest
-	(*ListTopicsRequest)(nil),     // 28: raftmq.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),    // 29: raftmq.v1.ListTopicsResponse
-	(*DeleteTopicRequest)(nil),    // 30: raftmq.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),   // 31: raftmq.v1.DeleteTopicResponse
-	(*StatusRequest)(nil),         // 32: raftmq.v1.StatusRequest
-	(*Member)(nil),                // 33: raftmq.v1.Member
-	(*StatusResponse)(nil),        // 34: raftmq.v1.StatusResponse
-	(*JoinRequest)(nil),           // 35: raftmq.v1.JoinRequest
-	(*JoinResponse)(nil),          // 36: raftmq.v1.JoinResponse
-	(*RemoveRequest)(nil),         // 37: raftmq.v1.RemoveRequest
-	(*RemoveResponse)(nil),        // 38: raftmq.v1.RemoveResponse
-	(*TransferRequest)(nil),       // 39: raftmq.v1.TransferRequest
-	(*TransferResponse)(nil),      // 40: raftmq.v1.TransferResponse
+	(*UpdateTopicRequest)(nil),    // 25: raftmq.v1.UpdateTopicRequest
+	(*UpdateTopicResponse)(nil),   // 26: raftmq.v1.UpdateTopicResponse
+	(*QueueInfo)(nil),             // 27: raftmq.v1.QueueInfo
+	(*TopicInfo)(nil),             // 28: raftmq.v1.TopicInfo
+	(*DescribeTopicRequest)(nil),  // 29: raftmq.v1.DescribeTopicRequest
+	(*ListTopicsRequest)(nil),     // 30: raftmq.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),    // 31: raftmq.v1.ListTopicsResponse
+	(*DeleteTopicRequest)(nil),    // 32: raftmq.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),   // 33: raftmq.v1.DeleteTopicResponse
+	(*StatusRequest)(nil),         // 34: raftmq.v1.StatusRequest
+	(*Member)(nil),                // 35: raftmq.v1.Member
+	(*StatusResponse)(nil),        // 36: raftmq.v1.StatusResponse
+	(*JoinRequest)(nil),           // 37: raftmq.v1.JoinRequest
+	(*JoinResponse)(nil),          // 38: raftmq.v1.JoinResponse
+	(*RemoveRequest)(nil),         // 39: raftmq.v1.RemoveRequest
+	(*RemoveResponse)(nil),        // 40: raftmq.v1.RemoveResponse
+	(*TransferRequest)(nil),       // 41: raftmq.v1.TransferRequest
+	(*TransferResponse)(nil),      // 42: raftmq.v1.TransferResponse
 }
 var file_raftmq_proto_depIdxs = []int32{
 	2,  // 0: raftmq.v1.Message.properties:type_name -> raftmq.v1.Property
@@ -2721,9 +2828,9 @@ var file_raftmq_proto_depIdxs = []int32{
 	8,  // 6: raftmq.v1.QueryMessagesResponse.messages:type_name -> raftmq.v1.StoredMessage
 	14, // 7: raftmq.v1.CommitOffsetRequest.commits:type_name -> raftmq.v1.OffsetCommit
 	1,  // 8: raftmq.v1.OffsetByTimeRequest.boundary:type_name -> raftmq.v1.Boundary
-	25, // 9: raftmq.v1.TopicInfo.queue_offsets:type_name -> raftmq.v1.QueueInfo
-	26, // 10: raftmq.v1.ListTopicsResponse.topics:type_name -> raftmq.v1.TopicInfo
-	33, // 11: raftmq.v1.StatusResponse.members:type_name -> raftmq.v1.Member
+	27, // 9: raftmq.v1.TopicInfo.queue_offsets:type_name -> raftmq.v1.QueueInfo
+	28, // 10: raftmq.v1.ListTopicsResponse.topics:type_name -> raftmq.v1.TopicInfo
+	35, // 11: raftmq.v1.StatusResponse.members:type_name -> raftmq.v1.Member
 	4,  // 12: raftmq.v1.RaftMQ.Send:input_type -> raftmq.v1.SendRequest
 	7,  // 13: raftmq.v1.RaftMQ.Pull:input_type -> raftmq.v1.PullRequest
 	10, // 14: raftmq.v1.RaftMQ.QueryByKey:input_type -> raftmq.v1.QueryByKeyRequest
@@ -2734,32 +2841,34 @@ var file_raftmq_proto_depIdxs = []int32{
 	19, // 19: raftmq.v1.RaftMQ.QueueOffsets:input_type -> raftmq.v1.QueueOffsetsRequest
 	21, // 20: raftmq.v1.RaftMQ.OffsetByTime:input_type -> raftmq.v1.OffsetByTimeRequest
 	23, // 21: raftmq.v1.RaftMQ.CreateTopic:input_type -> raftmq.v1.CreateTopicRequest
-	27, // 22: raftmq.v1.RaftMQ.DescribeTopic:input_type -> raftmq.v1.DescribeTopicRequest
-	28, // 23: raftmq.v1.RaftMQ.ListTopics:input_type -> raftmq.v1.ListTopicsRequest
-	30, // 24: raftmq.v1.RaftMQ.DeleteTopic:input_type -> raftmq.v1.DeleteTopicRequest
-	32, // 25: raftmq.v1.RaftMQ.Status:input_type -> raftmq.v1.StatusRequest
-	35, // 26: raftmq.v1.RaftMQ.Join:input_type -> raftmq.v1.JoinRequest
-	37, // 27: raftmq.v1.RaftMQ.Remove:input_type -> raftmq.v1.RemoveRequest
-	39, // 28: raftmq.v1.RaftMQ.Transfer:input_type -> raftmq.v1.TransferRequest
-	6,  // 29: raftmq.v1.RaftMQ.Send:output_type -> raftmq.v1.SendResponse
-	9,  // 30: raftmq.v1.RaftMQ.Pull:output_type -> raftmq.v1.PullResponse
-	13, // 31: raftmq.v1.RaftMQ.QueryByKey:output_type -> raftmq.v1.QueryMessagesResponse
-	13, // 32: raftmq.v1.RaftMQ.QueryByMsgID:output_type -> raftmq.v1.QueryMessagesResponse
-	13, // 33: raftmq.v1.RaftMQ.QueryByOffset:output_type -> raftmq.v1.QueryMessagesResponse
-	16, // 34: raftmq.v1.RaftMQ.CommitOffset:output_type -> raftmq.v1.CommitOffsetResponse
-	18, // 35: raftmq.v1.RaftMQ.QueryOffset:output_type -> raftmq.v1.QueryOffsetResponse
-	20, // 36: raftmq.v1.RaftMQ.QueueOffsets:output_type -> raftmq.v1.QueueOffsetsResponse
-	22, // 37: raftmq.v1.RaftMQ.OffsetByTime:output_type -> raftmq.v1.OffsetByTimeResponse
-	24, // 38: raftmq.v1.RaftMQ.CreateTopic:output_type -> raftmq.v1.CreateTopicResponse
-	26, // 39: raftmq.v1.RaftMQ.DescribeTopic:output_type -> raftmq.v1.TopicInfo
-	29, // 40: raftmq.v1.RaftMQ.ListTopics:output_type -> raftmq.v1.ListTopicsResponse
-	31, // 41: raftmq.v1.RaftMQ.DeleteTopic:output_type -> raftmq.v1.DeleteTopicResponse
-	34, // 42: raftmq.v1.RaftMQ.Status:output_type -> raftmq.v1.StatusResponse
-	36, // 43: raftmq.v1.RaftMQ.Join:output_type -> raftmq.v1.JoinResponse
-	38, // 44: raftmq.v1.RaftMQ.Remove:output_type -> raftmq.v1.RemoveResponse
-	40, // 45: raftmq.v1.RaftMQ.Transfer:output_type -> raftmq.v1.TransferResponse
-	29, // [29:46] is the sub-list for method output_type
-	12, // [12:29] is the sub-list for method input_type
+	29, // 22: raftmq.v1.RaftMQ.DescribeTopic:input_type -> raftmq.v1.DescribeTopicRequest
+	30, // 23: raftmq.v1.RaftMQ.ListTopics:input_type -> raftmq.v1.ListTopicsRequest
+	32, // 24: raftmq.v1.RaftMQ.DeleteTopic:input_type -> raftmq.v1.DeleteTopicRequest
+	25, // 25: raftmq.v1.RaftMQ.UpdateTopic:input_type -> raftmq.v1.UpdateTopicRequest
+	34, // 26: raftmq.v1.RaftMQ.Status:input_type -> raftmq.v1.StatusRequest
+	37, // 27: raftmq.v1.RaftMQ.Join:input_type -> raftmq.v1.JoinRequest
+	39, // 28: raftmq.v1.RaftMQ.Remove:input_type -> raftmq.v1.RemoveRequest
+	41, // 29: raftmq.v1.RaftMQ.Transfer:input_type -> raftmq.v1.TransferRequest
+	6,  // 30: raftmq.v1.RaftMQ.Send:output_type -> raftmq.v1.SendResponse
+	9,  // 31: raftmq.v1.RaftMQ.Pull:output_type -> raftmq.v1.PullResponse
+	13, // 32: raftmq.v1.RaftMQ.QueryByKey:output_type -> raftmq.v1.QueryMessagesResponse
+	13, // 33: raftmq.v1.RaftMQ.QueryByMsgID:output_type -> raftmq.v1.QueryMessagesResponse
+	13, // 34: raftmq.v1.RaftMQ.QueryByOffset:output_type -> raftmq.v1.QueryMessagesResponse
+	16, // 35: raftmq.v1.RaftMQ.CommitOffset:output_type -> raftmq.v1.CommitOffsetResponse
+	18, // 36: raftmq.v1.RaftMQ.QueryOffset:output_type -> raftmq.v1.QueryOffsetResponse
+	20, // 37: raftmq.v1.RaftMQ.QueueOffsets:output_type -> raftmq.v1.QueueOffsetsResponse
+	22, // 38: raftmq.v1.RaftMQ.OffsetByTime:output_type -> raftmq.v1.OffsetByTimeResponse
+	24, // 39: raftmq.v1.RaftMQ.CreateTopic:output_type -> raftmq.v1.CreateTopicResponse
+	28, // 40: raftmq.v1.RaftMQ.DescribeTopic:output_type -> raftmq.v1.TopicInfo
+	31, // 41: raftmq.v1.RaftMQ.ListTopics:output_type -> raftmq.v1.ListTopicsResponse
+	33, // 42: raftmq.v1.RaftMQ.DeleteTopic:output_type -> raftmq.v1.DeleteTopicResponse
+	26, // 43: raftmq.v1.RaftMQ.UpdateTopic:output_type -> raftmq.v1.UpdateTopicResponse
+	36, // 44: raftmq.v1.RaftMQ.Status:output_type -> raftmq.v1.StatusResponse
+	38, // 45: raftmq.v1.RaftMQ.Join:output_type -> raftmq.v1.JoinResponse
+	40, // 46: raftmq.v1.RaftMQ.Remove:output_type -> raftmq.v1.RemoveResponse
+	42, // 47: raftmq.v1.RaftMQ.Transfer:output_type -> raftmq.v1.TransferResponse
+	30, // [30:48] is the sub-list for method output_type
+	12, // [12:30] is the sub-list for method input_type
 	12, // [12:12] is the sub-list for extension type_name
 	12, // [12:12] is the sub-list for extension extendee
 	0,  // [0:12] is the sub-list for field type_name
@@ -2776,7 +2885,7 @@ func file_raftmq_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftmq_proto_rawDesc), len(file_raftmq_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   39,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,6 +38,7 @@ const (
 	RaftMQ_DescribeTopic_FullMethodName = "/raftmq.v1.RaftMQ/DescribeTopic"
 	RaftMQ_ListTopics_FullMethodName    = "/raftmq.v1.RaftMQ/ListTopics"
 	RaftMQ_DeleteTopic_FullMethodName   = "/raftmq.v1.RaftMQ/DeleteTopic"
+	RaftMQ_UpdateTopic_FullMethodName   = "/raftmq.v1.RaftMQ/UpdateTopic"
 	RaftMQ_Status_FullMethodName        = "/raftmq.v1.RaftMQ/Status"
 	RaftMQ_Join_FullMethodName          = "/raftmq.v1.RaftMQ/Join"
 	RaftMQ_Remove_FullMethodName        = "/raftmq.v1.RaftMQ/Remove"
@@ -64,6 +65,7 @@ type RaftMQClient interface {
 	DescribeTopic(ctx context.Context, in *DescribeTopicRequest, opts ...grpc.CallOption) (*TopicInfo, error)
 	ListTopics(ctx context.Context, in *ListTopicsRequest, opts ...grpc.CallOption) (*ListTopicsResponse, error)
 	DeleteTopic(ctx context.Context, in *DeleteTopicRequest, opts ...grpc.CallOption) (*DeleteTopicResponse, error)
+	UpdateTopic(ctx context.Context, in *UpdateTopicRequest, opts ...grpc.CallOption) (*UpdateTopicResponse, error)
 	// Cluster.
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error)
 	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
@@ -209,6 +211,16 @@ func (c *raftMQClient) DeleteTopic(ctx context.Context, in *DeleteTopicRequest, 
 	return out, nil
 }
 
+func (c *raftMQClient) UpdateTopic(ctx context.Context, in *UpdateTopicRequest, opts ...grpc.CallOption) (*UpdateTopicResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateTopicResponse)
+	err := c.cc.Invoke(ctx, RaftMQ_UpdateTopic_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *raftMQClient) Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(StatusResponse)
@@ -269,6 +281,7 @@ type RaftMQServer interface {
 	DescribeTopic(context.Context, *DescribeTopicRequest) (*TopicInfo, error)
 	ListTopics(context.Context, *ListTopicsRequest) (*ListTopicsResponse, error)
 	DeleteTopic(context.Context, *DeleteTopicRequest) (*DeleteTopicResponse, error)
+	UpdateTopic(context.Context, *UpdateTopicRequest) (*UpdateTopicResponse, error)
 	// Cluster.
 	Status(context.Context, *StatusRequest) (*StatusResponse, error)
 	Join(context.Context, *JoinRequest) (*JoinResponse, error)
@@ -322,6 +335,9 @@ func (UnimplementedRaftMQServer) ListTopics(context.Context, *ListTopicsRequest)
 }
 func (UnimplementedRaftMQServer) DeleteTopic(context.Context, *DeleteTopicRequest) (*DeleteTopicResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteTopic not implemented")
+}
+func (UnimplementedRaftMQServer) UpdateTopic(context.Context, *UpdateTopicRequest) (*UpdateTopicResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateTopic not implemented")
 }
 func (UnimplementedRaftMQServer) Status(context.Context, *StatusRequest) (*StatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Status not implemented")
@@ -590,6 +606,24 @@ func _RaftMQ_DeleteTopic_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RaftMQ_UpdateTopic_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateTopicRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RaftMQServer).UpdateTopic(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RaftMQ_UpdateTopic_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RaftMQServer).UpdateTopic(ctx, req.(*UpdateTopicRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _RaftMQ_Status_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(StatusRequest)
 	if err := dec(in); err != nil {
@@ -720,6 +754,10 @@ var RaftMQ_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteTopic",
 			Handler:    _RaftMQ_DeleteTopic_Handler,
+		},
+		{
+			MethodName: "UpdateTopic",
+			Handler:    _RaftMQ_UpdateTopic_Handler,
 		},
 		{
 			MethodName: "Status",
