@@ -29,8 +29,15 @@ func storeConfig(dir string, segSize int64) store.Config {
 	return c
 }
 
-// fsmOver opens a store in dir and an FSM over it.
+// fsmOver opens a store in cfg.Dir and an FSM over it, closed at cleanup.
 func fsmOver(t testing.TB, cfg store.Config) *fsm.FSM {
+	t.Helper()
+	f := openFSM(t, cfg)
+	t.Cleanup(func() { _ = f.Store().Close() })
+	return f
+}
+
+func openFSM(t testing.TB, cfg store.Config) *fsm.FSM {
 	t.Helper()
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -39,9 +46,7 @@ func fsmOver(t testing.TB, cfg store.Config) *fsm.FSM {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := fsm.New(st, fsm.Config{FS: vfs.OS(), Store: cfg})
-	t.Cleanup(func() { _ = f.Store().Close() })
-	return f
+	return fsm.New(st, fsm.Config{FS: vfs.OS(), Store: cfg})
 }
 
 // applyBatches appends n entries of perEntry messages of bodySize bytes.
