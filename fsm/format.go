@@ -56,9 +56,10 @@ package fsm
 //	  magic          u32 = SnapshotEndMagic ("RMQE")
 //
 // str16 = u16 length + bytes. The header comes first and is small, so a
-// snapshot store that keeps segments as hard links (O(metadata) local
-// snapshots) can write the header itself and stream the linked segment files
-// after it when a follower needs an InstallSnapshot.
+// snapshot store that keeps segments as hard links (node/snapstore: Persist
+// hands a SegmentLinker sink the header and the segment files instead of the
+// stream) regenerates this exact stream with NewSnapshotReader when a
+// follower needs an InstallSnapshot; StreamSize gives its length up front.
 //
 // Crash argument: Persist calls store.FlushTo(confirmOffset) before it writes
 // a byte, so when the sink closes (and Raft may compact its log up to the

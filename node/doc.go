@@ -1,12 +1,15 @@
 // Package node wires one raftmq cluster member together and owns its
-// lifecycle: the store, the FSM, hashicorp/raft with raft-boltdb and a file
-// snapshot store, the client gRPC API (transport) and HTTP.
+// lifecycle: the store, the FSM, hashicorp/raft with raft-boltdb and the
+// linking snapshot store (node/snapstore), the client gRPC API (transport)
+// and HTTP.
 //
 // # Start and stop
 //
 // New validates the Config, opens the store first (local recovery), then the
 // Raft log (raft-boltdb, NoFreelistSync, hashmap freelist), the snapshot store
-// (<dir>/raft/snapshots, retain 2) and the TCP transport, and starts Raft with
+// (<dir>/raft/snapshots, retain 2: local snapshots hard-link the store's
+// segments, so the store must be on the same file system or its segments
+// are copied) and the TCP transport, and starts Raft with
 // NoSnapshotRestoreOnStart. A node without Raft state bootstraps: from --peers
 // with --bootstrap, or alone when it has neither peers nor --join (so a bare
 // raftmq-node is a working single-node cluster). With --join it asks the
