@@ -1,6 +1,9 @@
 package index
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // State is the durable state of the newest index file that a store
 // checkpoint records. Every entry below IndexCount of File, and every older
@@ -62,16 +65,11 @@ func (f *file) recoverTo(st State) error {
 	if err := f.mf.Zero(from, f.mf.Size()); err != nil {
 		return fmt.Errorf("index: zero %s from %d: %w", f.path, from, err)
 	}
-	bad := map[int]bool{}
-	for slot := 0; slot < f.lay.slots; slot++ {
-		if v := f.lay.readSlot(b, slot); v < 0 || v >= st.IndexCount {
-			bad[slot] = true
-		}
-	}
+	bad := f.badSlots(st.IndexCount)
 	for n := int(st.IndexCount) - 1; n >= 1 && len(bad) > 0; n-- {
-		e, _ := f.lay.readEntry(b, n)
-		slot := slotOf(e.KeyHash, f.lay.slots)
-		if bad[slot] {
+		p := f.lay.entryPos(n)
+		slot := slotOf(int32(binary.BigEndian.Uint32(b[p+entHash:])), f.lay.slots)
+		if _, ok := bad[slot]; ok {
 			f.lay.writeSlot(b, slot, int32(n))
 			delete(bad, slot)
 		}
@@ -86,4 +84,19 @@ func (f *file) recoverTo(st State) error {
 	}
 	f.writeHeader()
 	return f.mf.Flush(0, int64(f.lay.entriesStart()))
+}
+
+// badSlots returns the slots whose value is not a durable entry number
+// (negative, or at or above indexCount). It reads the slot area as one
+// slice, a word at a time: a default file has 5,000,000 slots.
+func (f *file) badSlots(indexCount int32) map[int]struct{} {
+	area := f.bytes()[f.lay.slotPos(0):f.lay.entriesStart()]
+	bad := map[int]struct{}{}
+	for slot := 0; len(area) >= SlotSize; slot++ {
+		if v := int32(binary.BigEndian.Uint32(area)); v < 0 || v >= indexCount {
+			bad[slot] = struct{}{}
+		}
+		area = area[SlotSize:]
+	}
+	return bad
 }

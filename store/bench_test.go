@@ -2,18 +2,14 @@ package store
 
 import (
 	"fmt"
-	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/mmap"
-	"github.com/raftmq/raftmq/recovery"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -22,11 +18,11 @@ import (
 //
 //	BenchmarkStoreAppend        vs BenchmarkStoreAppendBaselineMemcpy
 //	BenchmarkStoreReadBack      (target ≥ 1 GB/s from page cache)
-//	BenchmarkRecoveryAbnormal   vs BenchmarkRecoveryCeiling
 //
-// The read-back and recovery fixtures are built once per process, lazily (a
-// plain `go test` builds none), under benchFixtureRoot, which TestMain
-// removes. RAFTMQ_BENCH_BIG=1 makes the recovery fixture 1 GiB.
+// The recovery benchmarks are in recovery_bench_test.go.
+//
+// The read-back fixture is built once per process, lazily (a plain
+// `go test` builds none), under benchFixtureRoot, which TestMain removes.
 
 const (
 	benchTopic      = "bench"
@@ -252,155 +248,4 @@ func readAllQueues(b *testing.B, s *Store) int64 {
 		}
 	}
 	return total
-}
-
-// recoveryFixture is a closed store holding size bytes of commitlog in
-// 64 MiB segments.
-type recoveryFixture struct {
-	once sync.Once
-	dir  string
-	size int64
-	err  error
-}
-
-var recoveryStore recoveryFixture
-
-const recoverySegSize = 64 << 20
-
-func recoveryBenchSize() int64 {
-	if os.Getenv("RAFTMQ_BENCH_BIG") == "1" {
-		return 1 << 30
-	}
-	return 128 << 20
-}
-
-func (f *recoveryFixture) get(b *testing.B) (string, int64) {
-	f.once.Do(func() {
-		root, err := benchFixtureRoot.get()
-		if err != nil {
-			f.err = err
-			return
-		}
-		f.dir = filepath.Join(root, "recovery")
-		s, err := Open(vfs.OS(), benchConfig(f.dir, recoverySegSize))
-		if err != nil {
-			f.err = err
-			return
-		}
-		benchFill(b, s, benchEntries(b), 1, recoveryBenchSize())
-		f.size = s.log.WriteOffset()
-		f.err = s.Close()
-	})
-	if f.err != nil {
-		b.Fatal(f.err)
-	}
-	return f.dir, f.size
-}
-
-// resetForAbnormalRecovery makes the next Open do the most work recovery can
-// do: abort present, checkpoint at the very start, no consume queues or index,
-// so the whole commitlog is verified and redispatched.
-func resetForAbnormalRecovery(b *testing.B, dir string) {
-	fsys := vfs.OS()
-	if err := recovery.CreateAbort(fsys, dir, os.Getpid()); err != nil {
-		b.Fatal(err)
-	}
-	ck := recovery.Checkpoint{ConfirmOffset: 0, LastEntryOffset: -1, MinOffset: 0}
-	if err := recovery.WriteCheckpoint(fsys, dir, &ck); err != nil {
-		b.Fatal(err)
-	}
-	for _, d := range []string{consumeQueueDir, indexDir} {
-		if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkRecoveryAbnormal: one op is Open (full verify scan + redispatch
-// of consume queues and index) and Close of the fixture store.
-func BenchmarkRecoveryAbnormal(b *testing.B) {
-	dir, size := recoveryStore.get(b)
-	cfg := benchConfig(dir, recoverySegSize)
-	b.SetBytes(size)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		resetForAbnormalRecovery(b, dir)
-		b.StartTimer()
-		s, err := Open(vfs.OS(), cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if got := s.log.WriteOffset(); got != size {
-			b.Fatalf("recovered to %d, want %d", got, size)
-		}
-		if err := s.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-}
-
-// BenchmarkRecoveryCeiling: sequential read + CRC32C of the same size
-// commitlog bytes, from page cache, with a 4 MiB buffer.
-func BenchmarkRecoveryCeiling(b *testing.B) {
-	dir, size := recoveryStore.get(b)
-	segs := commitLogSegments(b, dir)
-	table := crc32.MakeTable(crc32.Castagnoli)
-	buf := make([]byte, 4<<20)
-	b.SetBytes(size)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if got := crcPrefix(b, segs, size, buf, table); got == 0 {
-			b.Fatal("crc32c of the commitlog is 0")
-		}
-	}
-}
-
-// commitLogSegments lists the commitlog segment files in log order
-// (zero-padded offset names sort numerically).
-func commitLogSegments(b *testing.B, dir string) []string {
-	entries, err := os.ReadDir(filepath.Join(dir, commitLogDir))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var segs []string
-	for _, e := range entries {
-		if _, err := mmap.ParseFileName(e.Name()); err == nil {
-			segs = append(segs, filepath.Join(dir, commitLogDir, e.Name()))
-		}
-	}
-	sort.Strings(segs)
-	return segs
-}
-
-// crcPrefix reads the first n bytes of the concatenated files and CRCs them.
-func crcPrefix(b *testing.B, files []string, n int64, buf []byte, table *crc32.Table) uint32 {
-	var crc uint32
-	for _, name := range files {
-		if n <= 0 {
-			break
-		}
-		f, err := os.Open(name)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for n > 0 {
-			chunk := buf
-			if int64(len(chunk)) > n {
-				chunk = chunk[:n]
-			}
-			k, err := io.ReadFull(f, chunk)
-			crc = crc32.Update(crc, table, chunk[:k])
-			n -= int64(k)
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		f.Close()
-	}
-	return crc
 }

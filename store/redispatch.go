@@ -122,6 +122,7 @@ func (s *Store) runPipeline(scan func(send func(*commitlog.Entry) error) error, 
 	for batch := range full {
 		for i := 0; i < len(batch) && err == nil; i++ {
 			err = r.entry(&batch[i])
+			s.recoveryReplayed++
 		}
 		if err != nil && stop != nil {
 			close(stop)

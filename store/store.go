@@ -75,6 +75,7 @@ type Store struct {
 	counters         counters
 	plan             recovery.Plan
 	recoveryDuration time.Duration
+	recoveryReplayed int // entries the last Open replayed (tail, lag repair, rebuild)
 
 	stop chan struct{}
 	wg   sync.WaitGroup
