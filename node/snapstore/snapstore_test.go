@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -510,5 +511,35 @@ func TestIDs(t *testing.T) {
 		if validID(id) != ok {
 			t.Errorf("validID(%q) = %v", id, !ok)
 		}
+	}
+}
+
+// noLinkFS refuses hard links the way Linux does across file systems.
+type noLinkFS struct{ vfs.FS }
+
+func (noLinkFS) Link(oldname, newname string) error {
+	return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: syscall.EXDEV}
+}
+
+// Where links are impossible the segments' confirmed prefixes are copied:
+// slower, but the snapshot is the same stream.
+func TestCopyWhenLinkImpossible(t *testing.T) {
+	rng := rand.New(rand.NewPCG(uint64(testseed.Seed(t)), 9))
+	fx := newFixture(t, rng, 3, 16<<10, 3)
+	s, err := New(t.TempDir(), 2, Options{FS: noLinkFS{vfs.OS()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := linkSnapshot(t, s, fx)
+	if _, got := readSnapshot(t, s, id); !bytes.Equal(got, fx.want(t)) {
+		t.Fatal("copied snapshot differs from fsm.WriteSnapshot")
+	}
+	if st := s.Stats(); st.CopiedSegments != 3 || st.LinkedCreated != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	last := fx.header.Segments[len(fx.header.Segments)-1]
+	info, err := os.Stat(filepath.Join(s.Dir(), id, segmentsDir, mmap.FileName(last.Start)))
+	if err != nil || info.Size() != last.Length {
+		t.Fatalf("copy of the last segment: %v, want its %d confirmed bytes", err, last.Length)
 	}
 }
