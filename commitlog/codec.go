@@ -95,22 +95,7 @@ func EncodeRecord(dst []byte, m *Message, f StoreFields) (int, error) {
 
 // encodeRecord writes a record of exactly len(b) bytes.
 func encodeRecord(b []byte, m *Message, f StoreFields, bodyCRC uint32) {
-	_ = b[OffBody-1]
-	be.PutUint32(b[OffTotalSize:], uint32(len(b)))
-	be.PutUint32(b[OffMagic:], MagicMessageV1)
-	be.PutUint32(b[OffBodyCRC:], bodyCRC)
-	be.PutUint32(b[OffQueueID:], uint32(m.QueueID))
-	be.PutUint32(b[OffFlag:], uint32(m.Flag))
-	be.PutUint64(b[OffQueueOffset:], uint64(f.QueueOffset))
-	be.PutUint64(b[OffPhysicalOffset:], uint64(f.PhysicalOffset))
-	be.PutUint32(b[OffSysFlag:], uint32(m.SysFlag))
-	be.PutUint64(b[OffBornTimestamp:], uint64(m.BornTimestamp))
-	putHost(b[OffBornHost:], m.BornHost)
-	be.PutUint64(b[OffStoreTimestamp:], uint64(f.StoreTimestamp))
-	putHost(b[OffStoreHost:], f.StoreHost)
-	be.PutUint32(b[OffReconsumeTimes:], uint32(m.ReconsumeTimes))
-	be.PutUint64(b[OffPreparedTxOffset:], uint64(m.PreparedTxOffset))
-	be.PutUint32(b[OffBodyLength:], uint32(len(m.Body)))
+	encodeHeader(b, len(b), m, f, bodyCRC)
 	p := OffBody + copy(b[OffBody:], m.Body)
 	b[p] = byte(len(m.Topic))
 	p += 1 + copy(b[p+1:], m.Topic)

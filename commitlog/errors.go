@@ -25,6 +25,9 @@ var (
 	ErrBadFrame    error = formatError("commitlog: bad frame field")
 	ErrEntryCRC    error = formatError("commitlog: entry CRC32C mismatch")
 	ErrBadPosition error = formatError("commitlog: PHYSICALOFFSET differs from the record's position")
+	// ErrBadQueue: QUEUEID, QUEUEOFFSET or TOPIC differ from the consume-queue
+	// unit that points at the record.
+	ErrBadQueue error = formatError("commitlog: record is not the one its consume-queue unit names")
 )
 
 // Input and API errors.

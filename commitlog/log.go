@@ -2,7 +2,6 @@ package commitlog
 
 import (
 	"fmt"
-	"hash/crc32"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/raftmq/raftmq/mmap"
@@ -205,31 +204,6 @@ func (l *Log) roll() (mmap.Segment, error) {
 	return seg, nil
 }
 
-// encodeEntry writes an entry into buf (len(buf) == its size) at absolute
-// offset start and fills in the CRC.
-func encodeEntry(buf []byte, start int64, h *EntryHeader, command []byte, msgs []Message, queueOffsets []int64, out []RecordPos) []RecordPos {
-	fh := FrameHeader{
-		Size: int32(FrameSize + len(command)), Kind: h.Kind, EntrySize: int32(len(buf)),
-		RaftIndex: h.RaftIndex, Term: h.Term, StoreTimestamp: h.StoreTimestamp, Count: int32(len(msgs)),
-	}
-	_ = EncodeFrame(buf, fh)
-	p := FrameSize + copy(buf[FrameSize:], command)
-	f := StoreFields{StoreTimestamp: h.StoreTimestamp, StoreHost: h.StoreHost}
-	for i := range msgs {
-		m := &msgs[i]
-		n := MessageSize(m)
-		f.QueueOffset, f.PhysicalOffset = queueOffsets[i], start+int64(p)
-		rec := buf[p : p+n]
-		encodeRecord(rec, m, f, crc32.ChecksumIEEE(m.Body))
-		out = append(out, RecordPos{Offset: f.PhysicalOffset, Size: int32(n)})
-		p += n
-	}
-	// One pass over the whole entry (still in cache) is faster than one
-	// per record: the long-input CRC32C path has fewer merge steps.
-	be.PutUint32(buf[FrameOffCRC:], EntryCRC(buf))
-	return out
-}
-
 // view returns the written bytes from phy to the end of its segment or the
 // write offset, whichever comes first.
 func (l *Log) view(phy int64) ([]byte, mmap.Segment, error) {
@@ -243,26 +217,6 @@ func (l *Log) view(phy int64) ([]byte, mmap.Segment, error) {
 	}
 	end := min(seg.End(), wo)
 	return seg.File.Bytes()[phy-seg.Start : end-seg.Start], seg, nil
-}
-
-// ReadRecord decodes and checks (DecodeRecord) the message record at phy.
-// The record aliases the mapping. A frame, a blank or anything else at phy
-// gives ErrNotRecord or a decode error.
-func (l *Log) ReadRecord(phy int64) (Record, error) {
-	b, _, err := l.view(phy)
-	if err != nil {
-		return Record{}, err
-	}
-	if len(b) >= OffMagic+4 {
-		if m := be.Uint32(b[OffMagic:]); m == MagicFrame || m == MagicBlank {
-			return Record{}, fmt.Errorf("%w: %d holds magic %#08x", ErrNotRecord, phy, m)
-		}
-	}
-	r, err := DecodeRecord(b)
-	if err != nil {
-		return r, fmt.Errorf("commitlog: record at %d: %w", phy, err)
-	}
-	return r, nil
 }
 
 // ReadAt returns a view of [phy, phy+size), which must be written and lie in

@@ -2,6 +2,8 @@ package store
 
 import (
 	"fmt"
+	"slices"
+	"unsafe"
 
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/consumequeue"
@@ -71,6 +73,28 @@ func (s *Store) checkQueue(m *commitlog.Message, t TopicConfig, exists bool) err
 	return nil
 }
 
+// appendScratch is AppendMessages' reusable working memory (writeMu).
+type appendScratch struct {
+	accepted     []commitlog.Message
+	queueOffsets []int64
+	pos          []commitlog.RecordPos
+	next         map[queueKey]int64
+	touched      []queueKey
+}
+
+// reset empties the scratch without keeping references to the caller's
+// messages alive.
+func (a *appendScratch) reset() {
+	clear(a.accepted)
+	a.accepted, a.queueOffsets, a.pos = a.accepted[:0], a.queueOffsets[:0], a.pos[:0]
+	clear(a.touched)
+	a.touched = a.touched[:0]
+	if a.next == nil {
+		a.next = make(map[queueKey]int64)
+	}
+	clear(a.next)
+}
+
 // AppendMessages writes one Raft entry's messages as one commitlog entry and
 // dispatches them. results gets one PutResult per message; a message that
 // fails validation gets Err and is not written (the rest are). An entry with
@@ -81,10 +105,10 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []commitlog.Message, results 
 	if err := s.checkWritable(h); err != nil {
 		return results, err
 	}
+	a := &s.scratch
+	a.reset()
+	defer a.reset()
 	results = results[:0]
-	accepted := make([]commitlog.Message, 0, len(msgs))
-	queueOffsets := make([]int64, 0, len(msgs))
-	next := map[queueKey]int64{}
 	entrySize := int64(commitlog.FrameSize)
 	for i := range msgs {
 		m := &msgs[i]
@@ -96,37 +120,31 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []commitlog.Message, results 
 		if res.Err == nil {
 			entrySize += int64(commitlog.MessageSize(m))
 			k := queueKey{m.Topic, m.QueueID}
-			off, ok := next[k]
+			off, ok := a.next[k]
 			if !ok {
 				off = s.queueOffset(k)
 			}
-			next[k] = off + 1
+			a.next[k] = off + 1
 			res.QueueOffset = off
-			accepted = append(accepted, *m)
-			queueOffsets = append(queueOffsets, off)
+			a.accepted = append(a.accepted, *m)
+			a.queueOffsets = append(a.queueOffsets, off)
 		}
 		results = append(results, res)
 	}
 	kind := commitlog.KindMessages
-	if len(accepted) == 0 {
+	if len(a.accepted) == 0 {
 		kind = commitlog.KindNoop
 	}
-	start, pos, err := s.log.AppendEntry(s.frame(h, kind), nil, accepted, queueOffsets, nil)
+	start, pos, err := s.log.AppendEntry(s.frame(h, kind), nil, a.accepted, a.queueOffsets, a.pos)
+	a.pos = pos
 	if err != nil {
 		return results, err
 	}
-	j := 0
-	for i := range results {
-		if results[i].Err != nil {
-			continue
-		}
-		s.fillResult(&results[i], &accepted[j], pos[j], h)
-		j++
-	}
+	s.fillResults(results, a.accepted, pos, h)
 	// Publish the new confirm offset before the consume-queue units that
 	// point below it, so a reader never finds a unit beyond the applied log.
-	s.finishEntry(h, start, s.log.WriteOffset(), uint64(len(accepted)))
-	if err := s.dispatchAppended(accepted, queueOffsets, pos, h.StoreTimestamp); err != nil {
+	s.finishEntry(h, start, s.log.WriteOffset(), uint64(len(a.accepted)))
+	if err := s.dispatchAppended(a.accepted, a.queueOffsets, pos, h.StoreTimestamp); err != nil {
 		return results, err
 	}
 	return results, nil
@@ -164,21 +182,42 @@ func (s *Store) queueOffset(k queueKey) int64 {
 	return s.meta.queues[k]
 }
 
-func (s *Store) fillResult(r *PutResult, m *commitlog.Message, pos commitlog.RecordPos, h EntryHeader) {
-	r.PhysicalOffset = pos.Offset
-	r.Size = pos.Size
-	r.OffsetMsgID = commitlog.OffsetMsgID(h.StoreHost, pos.Offset)
-	if uniq, ok := commitlog.GetProperty(m.Properties, commitlog.PropertyUniqKey); ok && len(uniq) > 0 {
-		r.MsgID = string(uniq)
-	} else {
+// fillResults fills in the accepted messages' results. The message ids of
+// one entry share two allocations (one for the offset ids, one for the
+// UNIQ_KEYs) instead of two strings per message.
+func (s *Store) fillResults(results []PutResult, accepted []commitlog.Message, pos []commitlog.RecordPos, h EntryHeader) {
+	uniqLen := 0
+	for i := range accepted {
+		uniq, _ := commitlog.GetProperty(accepted[i].Properties, commitlog.PropertyUniqKey)
+		uniqLen += len(uniq)
+	}
+	ids := make([]byte, 0, len(accepted)*commitlog.OffsetMsgIDLen)
+	uniqs := make([]byte, 0, uniqLen)
+	j := 0
+	for i := range results {
+		r := &results[i]
+		if r.Err != nil {
+			continue
+		}
+		p := pos[j]
+		r.PhysicalOffset, r.Size = p.Offset, p.Size
+		n := len(ids)
+		ids = commitlog.AppendOffsetMsgID(ids, h.StoreHost, p.Offset)
+		r.OffsetMsgID = unsafe.String(&ids[n], commitlog.OffsetMsgIDLen)
 		r.MsgID = r.OffsetMsgID
+		if uniq, ok := commitlog.GetProperty(accepted[j].Properties, commitlog.PropertyUniqKey); ok && len(uniq) > 0 {
+			n := len(uniqs)
+			uniqs = append(uniqs, uniq...)
+			r.MsgID = unsafe.String(&uniqs[n], len(uniq))
+		}
+		j++
 	}
 }
 
 // dispatchAppended builds consume queue units and index keys for the records
 // just written, and advances the queue table.
 func (s *Store) dispatchAppended(msgs []commitlog.Message, queueOffsets []int64, pos []commitlog.RecordPos, storeTs int64) error {
-	touched := make([]queueKey, 0, 1)
+	a := &s.scratch
 	s.mu.Lock()
 	for i := range msgs {
 		m := &msgs[i]
@@ -187,47 +226,47 @@ func (s *Store) dispatchAppended(msgs []commitlog.Message, queueOffsets []int64,
 			s.meta.topics[m.Topic] = TopicConfig{Name: m.Topic, Queues: s.cfg.DefaultQueues, Perm: 6}
 		}
 		s.meta.queues[k] = queueOffsets[i] + 1
-		if len(touched) == 0 || touched[len(touched)-1] != k {
-			touched = append(touched, k)
+		if !slices.Contains(a.touched, k) {
+			a.touched = append(a.touched, k)
 		}
 	}
 	s.mu.Unlock()
+	var bodies uint64
 	for i := range msgs {
 		m := &msgs[i]
 		if err := s.dispatchOne(m.Topic, m.QueueID, queueOffsets[i], pos[i], m.Properties, storeTs); err != nil {
 			return err
 		}
-		s.counters.bytes.Add(uint64(len(m.Body)))
+		bodies += uint64(len(m.Body))
 	}
-	for _, k := range touched {
+	s.counters.bytes.Add(bodies)
+	for _, k := range a.touched {
 		s.notify.wake(k)
 	}
 	return nil
 }
 
-// dispatchOne puts one record into its consume queue and the index.
+// dispatchOne puts one record into its consume queue and the index, without
+// allocating.
 func (s *Store) dispatchOne(topic string, queueID int32, queueOffset int64, pos commitlog.RecordPos, props []byte, storeTs int64) error {
 	q, err := s.cqs.GetOrCreate(topic, queueID)
 	if err != nil {
 		return fmt.Errorf("store: consume queue %s/%d: %w", topic, queueID, err)
 	}
 	tags, _ := commitlog.GetProperty(props, commitlog.PropertyTags)
-	unit := consumequeue.Unit{PhyOffset: pos.Offset, Size: pos.Size, TagsCode: commitlog.TagsCode(string(tags))}
+	unit := consumequeue.Unit{PhyOffset: pos.Offset, Size: pos.Size, TagsCode: commitlog.TagsCodeBytes(tags)}
 	if err := q.Put(queueOffset, unit); err != nil {
 		return fmt.Errorf("store: consume queue %s/%d offset %d: %w", topic, queueID, queueOffset, err)
 	}
-	return s.indexKeys(topic, props, pos.Offset, storeTs)
-}
-
-func (s *Store) indexKeys(topic string, props []byte, phy, storeTs int64) error {
 	keys, _ := commitlog.GetProperty(props, commitlog.PropertyKeys)
 	uniq, _ := commitlog.GetProperty(props, commitlog.PropertyUniqKey)
 	if len(keys) == 0 && len(uniq) == 0 {
 		return nil
 	}
-	return s.idx.PutMessage(topic, splitKeys(string(keys)), string(uniq), phy, storeTs)
+	return s.idx.PutMessageKeys(unsafe.Slice(unsafe.StringData(topic), len(topic)), keys, uniq, pos.Offset, storeTs)
 }
 
+// splitKeys splits a KEYS value at spaces, dropping empty keys.
 func splitKeys(keys string) []string {
 	var out []string
 	start := -1

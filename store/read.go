@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/consumequeue"
@@ -68,34 +69,69 @@ func (s *Store) queueForRead(topic string, queueID int32) (*consumequeue.Queue, 
 	return q, GetResult{}, true
 }
 
+// prefetchAhead is how many records ahead readQueue touches the commitlog,
+// so the records' cache misses overlap with the checks on earlier ones.
+const prefetchAhead = 2
+
+// unitBufs recycles the consume-queue unit windows of readQueue.
+var unitBufs = sync.Pool{New: func() any { return new([]consumequeue.Unit) }}
+
 func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, maxNum, maxBytes int, filter tagFilter) (GetResult, error) {
 	window := min(maxNum*4, maxPullMessages)
-	units, err := q.Range(offset, window, nil)
+	ubuf := unitBufs.Get().(*[]consumequeue.Unit)
+	defer unitBufs.Put(ubuf)
+	units, err := q.Range(offset, window, (*ubuf)[:0])
+	*ubuf = units
 	if err != nil {
 		return res, err
 	}
+	// One allocation holds every body and properties block of the answer:
+	// at most the units' record sizes, up to maxNum units or maxBytes.
+	var arenaSize int
+	for i, u := range units {
+		if i >= maxNum || (i > 0 && arenaSize+int(u.Size) > maxBytes) {
+			break
+		}
+		arenaSize += int(u.Size)
+	}
+	arena := make([]byte, 0, arenaSize)
+	res.Messages = make([]Message, 0, min(len(units), maxNum))
+	topic, queueID := q.Topic(), q.QueueID()
 	s.segMu.RLock()
 	defer s.segMu.RUnlock()
+	confirm := s.ConfirmOffset()
 	next, bytes := offset, 0
-	for _, u := range units {
+	for i := range min(prefetchAhead, len(units)) {
+		s.log.Prefetch(units[i].PhyOffset, units[i].Size)
+	}
+	for i, u := range units {
 		if len(res.Messages) >= maxNum || (len(res.Messages) > 0 && bytes+int(u.Size) > maxBytes) {
 			break
+		}
+		if j := i + prefetchAhead; j < len(units) {
+			s.log.Prefetch(units[j].PhyOffset, units[j].Size)
 		}
 		next++
 		if !filter.matchCode(u.TagsCode) {
 			continue
 		}
-		m, err := s.readMessage(u.PhyOffset)
+		if u.PhyOffset >= confirm {
+			return res, fmt.Errorf("%w: %d is beyond the applied log", ErrBadOffset, u.PhyOffset)
+		}
+		ref := commitlog.RecordRef{Offset: u.PhyOffset, Size: u.Size, Topic: topic, QueueID: queueID, QueueOffset: offset + int64(i)}
+		r, err := s.log.ReadRecordRef(ref)
 		if errors.Is(err, commitlog.ErrOutOfRange) {
 			continue // removed by retention meanwhile
 		}
 		if err != nil {
-			return res, err
+			return res, fmt.Errorf("store: %s/%d offset %d: %w", topic, queueID, ref.QueueOffset, err)
 		}
-		if tags, _ := m.Property(commitlog.PropertyTags); !filter.matchTags(tags) {
+		if tags, _ := commitlog.GetProperty(r.Properties, commitlog.PropertyTags); !filter.matchTagBytes(tags) {
 			continue
 		}
 		bytes += int(u.Size)
+		var m Message
+		arena = copyRecord(&m, &r, topic, arena)
 		res.Messages = append(res.Messages, m)
 	}
 	res.NextOffset = next
@@ -115,13 +151,28 @@ func (s *Store) readMessage(phy int64) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	return Message{
-		Topic: string(r.Topic), QueueID: r.QueueID, QueueOffset: r.QueueOffset, PhysicalOffset: r.PhysicalOffset,
+	var m Message
+	copyRecord(&m, &r, string(r.Topic), make([]byte, 0, len(r.Body)+len(r.Properties)))
+	return m, nil
+}
+
+// copyRecord fills m from r, copying body and properties to the end of
+// arena (each with its own capacity limit) and returning the extended arena.
+// topic must equal r.Topic (a caller that checked it passes its own string).
+func copyRecord(m *Message, r *commitlog.Record, topic string, arena []byte) []byte {
+	*m = Message{
+		Topic: topic, QueueID: r.QueueID, QueueOffset: r.QueueOffset, PhysicalOffset: r.PhysicalOffset,
 		Size: r.Size, Flag: r.Flag, SysFlag: r.SysFlag, BornTimestamp: r.BornTimestamp, BornHost: r.BornHost,
 		StoreTimestamp: r.StoreTimestamp, StoreHost: r.StoreHost, ReconsumeTimes: r.ReconsumeTimes,
 		PreparedTxOffset: r.PreparedTxOffset, BodyCRC: r.BodyCRC,
-		Body: append([]byte(nil), r.Body...), Properties: append([]byte(nil), r.Properties...),
-	}, nil
+	}
+	p := len(arena)
+	arena = append(arena, r.Body...)
+	m.Body = arena[p:len(arena):len(arena)]
+	p = len(arena)
+	arena = append(arena, r.Properties...)
+	m.Properties = arena[p:len(arena):len(arena)]
+	return arena
 }
 
 type tagFilter struct {
@@ -156,12 +207,12 @@ func (f tagFilter) matchCode(code int64) bool {
 	return false
 }
 
-func (f tagFilter) matchTags(tags string) bool {
+func (f tagFilter) matchTagBytes(tags []byte) bool {
 	if len(f.tags) == 0 {
 		return true
 	}
 	for _, t := range f.tags {
-		if t == tags {
+		if t == string(tags) {
 			return true
 		}
 	}

@@ -65,7 +65,8 @@ type Store struct {
 	meta    *meta
 	applied entryMark
 
-	notify *notifier
+	notify  *notifier
+	scratch appendScratch // AppendMessages' working memory (writeMu)
 
 	flushMu          sync.Mutex   // one flush at a time
 	ckptWritten      bool         // a checkpoint was written by this process (flushMu)
@@ -105,8 +106,25 @@ func Open(fsys vfs.FS, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.wg.Add(1)
-	go s.serviceLoop()
+	go func() {
+		s.checkpointRecovered()
+		s.serviceLoop()
+	}()
 	return s, nil
+}
+
+// checkpointRecovered makes what recovery rebuilt durable and checkpoints
+// it, first thing in the service goroutine, so Open returns (and the store
+// serves) without waiting for the disk. Until it completes the previous
+// checkpoint stays valid: a crash in between recovers again from it, and
+// finds the commitlog already cut (TruncateDirty is durable).
+func (s *Store) checkpointRecovered() {
+	started := time.Now()
+	if err := s.flush(); err != nil {
+		s.logger.Error("checkpoint after recovery failed", "error", err)
+		return
+	}
+	s.logger.Debug("checkpoint after recovery", "took", time.Since(started))
 }
 
 // prepareDir creates dir and undoes a snapshot install that did not finish.
@@ -179,7 +197,9 @@ func (s *Store) openFiles() error {
 // back to the checkpoint (p.ScanFrom), repair lagging queues, then verify
 // the commitlog tail and replay it in one pipeline (p.ScanTail decides
 // confirmOffset as it goes; everything it hands over lies below it), cut
-// the commitlog at confirmOffset, checkpoint.
+// the commitlog at confirmOffset. The checkpoint of the result is written
+// by the service goroutine as soon as Open returns (checkpointRecovered);
+// only after a rebuild is it written here, before the marker goes.
 func (s *Store) apply(p *recovery.Plan) error {
 	started, begin := time.Now(), p.Duration // Begin ran before apply
 	phase := started
@@ -213,14 +233,15 @@ func (s *Store) apply(p *recovery.Plan) error {
 	s.logger.Info("recovered", "mode", p.Mode.String(), "confirmOffset", p.ConfirmOffset, "appliedIndex", p.Last.RaftIndex,
 		"tail", p.Tail.String(), "entriesVerified", p.Entries, "MB/s", mbPerSec(p.Bytes, replay), "duration", s.recoveryDuration)
 	s.logger.Debug("recovery phases", "prepare", prepare, "verifyAndReplay", replay, "truncate", truncate)
+	if !rebuilt {
+		return nil // the service goroutine checkpoints (checkpointRecovered)
+	}
+	// The rebuild marker may only go once a checkpoint covers the rebuilt
+	// queues and index.
 	if err := s.flush(); err != nil {
 		return err
 	}
-	s.logger.Debug("recovery flush", "took", took())
-	if rebuilt {
-		return s.fs.Remove(filepath.Join(s.cfg.Dir, rebuildMarker))
-	}
-	return nil
+	return s.fs.Remove(filepath.Join(s.cfg.Dir, rebuildMarker))
 }
 
 // cutDerivedToCheckpoint trusts consume queues, index and meta only up to

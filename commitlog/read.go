@@ -1,0 +1,115 @@
+package commitlog
+
+import (
+	"fmt"
+
+	"github.com/raftmq/raftmq/mmap"
+)
+
+// RecordRef is what a reader knows about a record before reading it: where
+// it is and what the consume-queue unit pointing at it says it is.
+type RecordRef struct {
+	Offset      int64 // physical offset (the unit's commitlog offset)
+	Size        int32 // TOTALSIZE (the unit's size)
+	Topic       string
+	QueueID     int32
+	QueueOffset int64
+}
+
+// ReadRecord decodes and checks the message record at phy: DecodeRecord
+// (magic, TOTALSIZE bounds, every length against TOTALSIZE, body CRC) and
+// PHYSICALOFFSET equal to phy. The record aliases the mapping. A frame or a
+// blank at phy gives ErrNotRecord, a write offset or segment below phy
+// ErrOutOfRange; anything that does not check is a *CorruptionError naming
+// the segment file and offset.
+func (l *Log) ReadRecord(phy int64) (Record, error) {
+	b, seg, err := l.view(phy)
+	if err != nil {
+		return Record{}, err
+	}
+	if m := peekMagic(b); m == MagicFrame || m == MagicBlank {
+		return Record{}, fmt.Errorf("%w: %d holds magic %#08x", ErrNotRecord, phy, m)
+	}
+	r, err := DecodeRecord(b)
+	if err != nil {
+		return r, readCorruption(seg, phy, "record does not decode", err)
+	}
+	if r.PhysicalOffset != phy {
+		return r, readCorruption(seg, phy, fmt.Sprintf("PHYSICALOFFSET is %d", r.PhysicalOffset), ErrBadPosition)
+	}
+	return r, nil
+}
+
+// ReadRecordRef reads the record ref points at with ReadRecord's checks
+// plus the ones the reference allows: TOTALSIZE equal to ref.Size (and the
+// record within the written bytes of its segment), QUEUEID, QUEUEOFFSET and
+// TOPIC equal to ref's. A frame or blank at the offset is corruption here
+// (consume queues never point at them). Every failure except ErrOutOfRange
+// is a *CorruptionError (errors.Is(err, ErrCorrupt)).
+//
+// What no check covers (no CRC protects it outside the entry's CRC32C,
+// which a single-record read does not recompute): FLAG, SYSFLAG bits other
+// than the IPv6 ones, BORNTIMESTAMP, BORNHOST, STORETIMESTAMP, STOREHOST,
+// RECONSUMETIMES, PREPAREDTXOFFSET and the bytes of PROPERTIES.
+func (l *Log) ReadRecordRef(ref RecordRef) (Record, error) {
+	b, seg, err := l.view(ref.Offset)
+	if err != nil {
+		return Record{}, err
+	}
+	phy := ref.Offset
+	if ref.Size < RecordFixedSize || int(ref.Size) > len(b) {
+		return Record{}, readCorruption(seg, phy, fmt.Sprintf("unit size %d, %d bytes readable", ref.Size, len(b)), ErrBadSize)
+	}
+	b = b[:ref.Size]
+	if m := peekMagic(b); m != MagicMessageV1 {
+		return Record{}, readCorruption(seg, phy, fmt.Sprintf("magic %#08x", m), ErrBadMagic)
+	}
+	if size := int32(be.Uint32(b[OffTotalSize:])); size != ref.Size {
+		return Record{}, readCorruption(seg, phy, fmt.Sprintf("TOTALSIZE %d, unit size %d", size, ref.Size), ErrBadSize)
+	}
+	r, err := DecodeRecord(b)
+	if err != nil {
+		return r, readCorruption(seg, phy, "record does not decode", err)
+	}
+	switch {
+	case r.PhysicalOffset != phy:
+		return r, readCorruption(seg, phy, fmt.Sprintf("PHYSICALOFFSET is %d", r.PhysicalOffset), ErrBadPosition)
+	case r.QueueID != ref.QueueID || r.QueueOffset != ref.QueueOffset:
+		return r, readCorruption(seg, phy, fmt.Sprintf("QUEUEID %d QUEUEOFFSET %d, unit of queue %d offset %d",
+			r.QueueID, r.QueueOffset, ref.QueueID, ref.QueueOffset), ErrBadQueue)
+	case string(r.Topic) != ref.Topic:
+		return r, readCorruption(seg, phy, fmt.Sprintf("TOPIC %q, unit of topic %q", r.Topic, ref.Topic), ErrBadQueue)
+	}
+	return r, nil
+}
+
+func peekMagic(b []byte) uint32 {
+	if len(b) < OffMagic+4 {
+		return 0
+	}
+	return be.Uint32(b[OffMagic:])
+}
+
+func readCorruption(seg mmap.Segment, off int64, reason string, err error) error {
+	return &CorruptionError{File: seg.File.Name(), Offset: off, Reason: reason, Err: err}
+}
+
+// Prefetch touches one byte per 64-byte cache line of [phy, phy+size)
+// (clamped to the written bytes of its segment) so that a sequential reader
+// that goes on to decode it finds it in cache: the loads of the next records
+// overlap with the work on the current one. It never fails; the result (a
+// sum of the bytes touched) only keeps the loads from being optimised away.
+//
+//go:noinline
+func (l *Log) Prefetch(phy int64, size int32) byte {
+	b, _, err := l.view(phy)
+	if err != nil {
+		return 0
+	}
+	b = b[:min(int(max(size, 0)), len(b))]
+	var x byte
+	for i := 0; i < len(b); i += 64 {
+		x += b[i]
+	}
+	return x
+}
