@@ -8,7 +8,9 @@ import (
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/raftmq/raftmq/fsm"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
@@ -31,6 +33,9 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, apiAddr string) error {
 	}
 	if id == "" || raftAddr == "" {
 		return fmt.Errorf("node: join needs an id and a raft address")
+	}
+	if err := n.checkJoin(id, raftAddr); err != nil {
+		return err
 	}
 	if apiAddr != "" {
 		meta := fsm.Command{Type: fsm.CmdSetMemberMeta, MemberID: id, MemberAPIAddr: apiAddr}
@@ -57,6 +62,25 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, apiAddr string) error {
 	n.log.Info("promoting to voter", "id", id)
 	if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ApplyTimeout).Error(); err != nil {
 		return mapRaftError(err)
+	}
+	return nil
+}
+
+// checkJoin refuses, before anything is proposed, a join that would move
+// an existing member to another Raft address or give a second member the
+// Raft address of another.
+func (n *Node) checkJoin(id, raftAddr string) error {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return mapRaftError(err)
+	}
+	for _, s := range f.Configuration().Servers {
+		switch {
+		case string(s.ID) == id && string(s.Address) != raftAddr:
+			return status.Errorf(codes.AlreadyExists, "id %q is already a member at raft address %s; remove it first (cluster remove %s) to add it at %s", id, s.Address, id, raftAddr)
+		case string(s.ID) != id && string(s.Address) == raftAddr:
+			return status.Errorf(codes.AlreadyExists, "raft address %s already belongs to member %q; use another address or remove %s first", raftAddr, s.ID, s.ID)
+		}
 	}
 	return nil
 }
@@ -108,6 +132,11 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	if err := n.waitReady(ctx); err != nil {
 		return err
 	}
+	if _, found, err := n.server(raft.ServerID(id)); err != nil {
+		return err
+	} else if !found {
+		return status.Errorf(codes.NotFound, "no member %q in the configuration; nothing removed", id)
+	}
 	if err := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout).Error(); err != nil {
 		return mapRaftError(err)
 	}
@@ -128,7 +157,10 @@ func (n *Node) Transfer(ctx context.Context, id string) error {
 			return err
 		}
 		if !found {
-			return fmt.Errorf("node: transfer: no server %q in the configuration", id)
+			return status.Errorf(codes.NotFound, "no member %q in the configuration; leadership stays with %s", id, n.cfg.ID)
+		}
+		if srv.ID == raft.ServerID(n.cfg.ID) {
+			return nil // already the leader
 		}
 		f = n.raft.LeadershipTransferToServer(srv.ID, srv.Address)
 	}
