@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -17,8 +18,14 @@ import (
 )
 
 // benchSegmentSize is smaller than the 1 GiB default so that the larger
-// stores span many segments (each one is a hard link per snapshot).
-const benchSegmentSize = 64 << 20
+// stores span many segments (each one is a hard link per snapshot);
+// RAFTMQ_BENCH_SEGMENT_MIB overrides it (1024: the default segment size).
+func benchSegmentSize() int64 {
+	if mib, err := strconv.Atoi(os.Getenv("RAFTMQ_BENCH_SEGMENT_MIB")); err == nil && mib > 0 {
+		return int64(mib) << 20
+	}
+	return 64 << 20
+}
 
 // benchFixture is a store filled to a size, shared by the sub-benchmarks of
 // one size and removed in TestMain.
@@ -62,7 +69,7 @@ func fixtureOf(b *testing.B, size int64) *benchFixture {
 	}
 	fx := &benchFixture{root: root, rng: rand.New(rand.NewPCG(uint64(size), 1))}
 	benchFixtures[size] = fx
-	cfg := storeConfig(filepath.Join(root, "store"), benchSegmentSize)
+	cfg := storeConfig(filepath.Join(root, "store"), benchSegmentSize())
 	cfg.MaxMessageSize = 1 << 20
 	fx.fsm = openFSM(b, cfg) // closed by cleanBenchFixtures
 	fx.next = 1
