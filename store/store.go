@@ -225,6 +225,14 @@ func (s *Store) apply(p *recovery.Plan) error {
 	if err := s.log.TruncateDirty(p.ConfirmOffset); err != nil {
 		return fmt.Errorf("store: truncate commitlog at %d: %w", p.ConfirmOffset, err)
 	}
+	// A consume-queue file that straddles the commitlog's minimum survives
+	// retention; on open its first units point at deleted segments, so the
+	// queues' minimums follow the commitlog's (RocketMQ's correctMinOffset).
+	if logMin := s.log.MinOffset(); logMin > 0 {
+		if err := s.cleanDerived(logMin); err != nil {
+			return fmt.Errorf("store: correct queue minimums to %d: %w", logMin, err)
+		}
+	}
 	s.applied = entryMark{Offset: p.Last.Offset, End: p.ConfirmOffset, RaftIndex: p.Last.RaftIndex, Term: p.Last.Term, StoreTimestamp: p.Last.StoreTimestamp}
 	s.flushedOffset.Store(p.ScanFrom)
 	s.ckptOffset.Store(p.Checkpoint.ConfirmOffset)
