@@ -1,4 +1,4 @@
-.PHONY: all build test vet proto
+.PHONY: all build test vet proto docker
 
 all: build
 
@@ -20,3 +20,9 @@ proto:
 	cd proto/raftmq/v1 && PATH="$$PATH:$$(go env GOPATH)/bin" protoc -I . \
 		--go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative raftmq.proto
+
+# The FROM-scratch image (static binaries built outside docker, nothing
+# pulled); TAG=raftmq:latest by default. docker-compose.yml runs three nodes.
+TAG ?= raftmq:latest
+docker:
+	scripts/docker-build.sh $(TAG)

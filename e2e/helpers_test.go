@@ -28,15 +28,20 @@ func binaries(t *testing.T) nodeproc.Binaries {
 	return bin
 }
 
-// startCluster starts an n-node loopback cluster that the test's cleanup
-// stops (SIGTERM, then SIGKILL); data dirs and logs are kept on failure.
+// startCluster starts an n-node loopback cluster with small store files
+// that the test's cleanup stops (SIGTERM, then SIGKILL); data dirs and logs
+// are kept on failure.
 func startCluster(t *testing.T, n int) *nodeproc.Cluster {
 	t.Helper()
 	bin := binaries(t)
 	dir := nodeproc.TempDir(t, "e2e-"+strings.ReplaceAll(t.Name(), "/", "_"))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := nodeproc.StartCluster(ctx, bin, nodeproc.ClusterOptions{N: n, Dir: dir})
+	args, err := nodeproc.SmallStoreArgs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := nodeproc.StartCluster(ctx, bin, nodeproc.ClusterOptions{N: n, Dir: dir, Args: args})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,11 @@ func TestClusterKillLeaderRestartStop(t *testing.T) {
 	dir := nodeproc.TempDir(t, "nodeproc")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, err := nodeproc.StartCluster(ctx, bin, nodeproc.ClusterOptions{N: 3, Dir: dir})
+	args, err := nodeproc.SmallStoreArgs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := nodeproc.StartCluster(ctx, bin, nodeproc.ClusterOptions{N: 3, Dir: dir, Args: args})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +124,11 @@ func TestPauseResumeAndStopPaused(t *testing.T) {
 	dir := nodeproc.TempDir(t, "nodeproc")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := nodeproc.StartCluster(ctx, bin, nodeproc.ClusterOptions{N: 1, Dir: dir})
+	args, err := nodeproc.SmallStoreArgs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := nodeproc.StartCluster(ctx, bin, nodeproc.ClusterOptions{N: 1, Dir: dir, Args: args})
 	if err != nil {
 		t.Fatal(err)
 	}
