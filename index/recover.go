@@ -65,17 +65,26 @@ func (f *file) recoverTo(st State) error {
 	if err := f.mf.Zero(from, f.mf.Size()); err != nil {
 		return fmt.Errorf("index: zero %s from %d: %w", f.path, from, err)
 	}
-	bad := f.badSlots(st.IndexCount)
-	for n := int(st.IndexCount) - 1; n >= 1 && len(bad) > 0; n-- {
+	bad, left := f.badSlots(st.IndexCount)
+	// Newest durable entry of each bad slot: one backward pass over the
+	// entries, stopping as soon as every bad slot is resolved. A slot only
+	// the lost tail used is never resolved, so the pass usually reads every
+	// durable entry of the file (20 bytes each, sequentially).
+	for n := int(st.IndexCount) - 1; n >= 1 && left > 0; n-- {
 		p := f.lay.entryPos(n)
 		slot := slotOf(int32(binary.BigEndian.Uint32(b[p+entHash:])), f.lay.slots)
-		if _, ok := bad[slot]; ok {
+		if bad.has(slot) {
 			f.lay.writeSlot(b, slot, int32(n))
-			delete(bad, slot)
+			bad.clear(slot)
+			left--
 		}
 	}
-	for slot := range bad {
-		f.lay.writeSlot(b, slot, 0)
+	if left > 0 {
+		for slot := range f.lay.slots {
+			if bad.has(slot) {
+				f.lay.writeSlot(b, slot, 0)
+			}
+		}
 	}
 	f.hdr.IndexCount, f.hdr.HashSlotCount = st.IndexCount, st.SlotCount
 	f.hdr.EndPhyOffset, f.hdr.EndTimestamp = st.EndPhyOffset, st.EndTimestamp
@@ -87,16 +96,25 @@ func (f *file) recoverTo(st State) error {
 }
 
 // badSlots returns the slots whose value is not a durable entry number
-// (negative, or at or above indexCount). It reads the slot area as one
-// slice, a word at a time: a default file has 5,000,000 slots.
-func (f *file) badSlots(indexCount int32) map[int]struct{} {
+// (negative, or at or above indexCount) and how many there are. It reads
+// the slot area as one slice: a default file has 5,000,000 slots.
+func (f *file) badSlots(indexCount int32) (slotSet, int) {
 	area := f.bytes()[f.lay.slotPos(0):f.lay.entriesStart()]
-	bad := map[int]struct{}{}
+	bad := make(slotSet, (f.lay.slots+63)/64)
+	n := 0
 	for slot := 0; len(area) >= SlotSize; slot++ {
 		if v := int32(binary.BigEndian.Uint32(area)); v < 0 || v >= indexCount {
-			bad[slot] = struct{}{}
+			bad.set(slot)
+			n++
 		}
 		area = area[SlotSize:]
 	}
-	return bad
+	return bad, n
 }
+
+// slotSet is a bitset of slot numbers.
+type slotSet []uint64
+
+func (b slotSet) set(i int)      { b[i>>6] |= 1 << (i & 63) }
+func (b slotSet) clear(i int)    { b[i>>6] &^= 1 << (i & 63) }
+func (b slotSet) has(i int) bool { return b[i>>6]&(1<<(i&63)) != 0 }
