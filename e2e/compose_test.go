@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,7 +59,8 @@ func TestCompose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	project := "raftmqe2e" + strconv.Itoa(os.Getpid())
+	removeStaleProjects(t, ctx, root)
+	project := composePrefix + strconv.Itoa(os.Getpid())
 	tag := "raftmq:" + project
 	testTag := tag + "-small"
 	t.Cleanup(func() {
@@ -129,6 +131,35 @@ func TestCompose(t *testing.T) {
 		t.Fatalf("%d acknowledgements, want 500", len(acks))
 	}
 	checkConsumedOnce(t, msgs, acks, "demo", 128)
+}
+
+// composePrefix starts the compose project (and image tag) names of
+// TestCompose; the suffix is the PID of the test process.
+const composePrefix = "raftmqe2e"
+
+// removeStaleProjects takes down compose projects and images left by an
+// earlier TestCompose whose process died before its cleanup (a go test
+// timeout): their containers would otherwise restart forever.
+func removeStaleProjects(t *testing.T, ctx context.Context, root string) {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, "docker", "ps", "-a", "--filter", "label=com.docker.compose.project",
+		"--format", `{{.Label "com.docker.compose.project"}}`).Output()
+	if err != nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, name := range strings.Fields(string(out)) {
+		pid, err := strconv.Atoi(strings.TrimPrefix(name, composePrefix))
+		if seen[name] || !strings.HasPrefix(name, composePrefix) || err != nil || syscall.Kill(pid, 0) == nil {
+			continue
+		}
+		seen[name] = true
+		t.Logf("removing compose project %s left by dead test process %d", name, pid)
+		cmd := exec.CommandContext(ctx, "docker-compose", "-p", name, "-f", "docker-compose.yml", "down", "-v", "--remove-orphans", "-t", "5")
+		cmd.Dir = root
+		_ = cmd.Run()
+		_ = exec.CommandContext(ctx, "docker", "rmi", "-f", "raftmq:"+name+"-small", "raftmq:"+name).Run()
+	}
 }
 
 // cliOK runs the CLI against servers and fails unless it exits 0.
