@@ -89,7 +89,7 @@ func EncodeRecord(dst []byte, m *Message, f StoreFields) (int, error) {
 	if len(dst) < n {
 		return 0, ErrShortBuffer
 	}
-	encodeRecord(dst[:n], m, f, crc32.ChecksumIEEE(m.Body))
+	encodeRecord(dst[:n], m, f, checksumIEEE(m.Body))
 	return n, nil
 }
 
@@ -111,7 +111,7 @@ func DecodeRecord(b []byte) (Record, error) {
 	if err != nil {
 		return r, err
 	}
-	if crc := crc32.ChecksumIEEE(r.Body); crc != r.BodyCRC {
+	if crc := checksumIEEE(r.Body); crc != r.BodyCRC {
 		return r, fmt.Errorf("%w: stored %#08x, computed %#08x", ErrBodyCRC, r.BodyCRC, crc)
 	}
 	return r, nil
@@ -269,6 +269,6 @@ func (h *FrameHeader) check() error {
 // ENTRYSIZE) without its CRC field: crc over [0,44) continued over
 // [48,ENTRYSIZE).
 func EntryCRC(entry []byte) uint32 {
-	crc := crc32.Update(0, castagnoli, entry[:FrameOffCRC])
-	return crc32.Update(crc, castagnoli, entry[FrameSize:])
+	crc := updateCastagnoli(0, entry[:FrameOffCRC])
+	return updateCastagnoli(crc, entry[FrameSize:])
 }

@@ -1,7 +1,5 @@
 package commitlog
 
-import "hash/crc32"
-
 // encodeEntry writes an entry into buf (len(buf) == its size) at absolute
 // offset start, CRC32C included, and appends each record's position to out.
 func encodeEntry(buf []byte, start int64, h *EntryHeader, command []byte, msgs []Message, queueOffsets []int64, out []RecordPos) []RecordPos {
@@ -21,7 +19,7 @@ func encodeEntry(buf []byte, start int64, h *EntryHeader, command []byte, msgs [
 		m := &msgs[i]
 		n := MessageSize(m)
 		f.QueueOffset, f.PhysicalOffset = queueOffsets[i], start+int64(p)
-		encodeRecord(buf[p:p+n:p+n], m, f, crc32.ChecksumIEEE(m.Body))
+		encodeRecord(buf[p:p+n:p+n], m, f, checksumIEEE(m.Body))
 		out = append(out, RecordPos{Offset: f.PhysicalOffset, Size: int32(n)})
 		p += n
 	}
