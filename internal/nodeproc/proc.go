@@ -219,11 +219,28 @@ func (p *Proc) Stop(ctx context.Context) (int, error) {
 		return p.ExitCode()
 	case <-ctx.Done():
 	}
+	p.dumpGoroutines(exited)
 	if err := p.Kill(); err != nil {
 		return -1, err
 	}
 	code, _ := p.ExitCode()
-	return code, fmt.Errorf("nodeproc: node %s did not exit after SIGTERM, killed: %w", p.Spec().ID, ctx.Err())
+	return code, fmt.Errorf("nodeproc: node %s did not exit after SIGTERM, killed (goroutine dump in %s): %w",
+		p.Spec().ID, p.Spec().logPath(), ctx.Err())
+}
+
+// dumpGoroutines sends SIGQUIT to a node that ignored SIGTERM: the Go
+// runtime writes every goroutine's stack to the node's log and exits, so a
+// hung shutdown can be diagnosed. It waits for the exit at most 3 seconds.
+func (p *Proc) dumpGoroutines(exited <-chan struct{}) {
+	if p.signal(syscall.SIGQUIT) != nil {
+		return
+	}
+	t := time.NewTimer(3 * time.Second)
+	defer t.Stop()
+	select {
+	case <-exited:
+	case <-t.C:
+	}
 }
 
 // Pause stops the process with SIGSTOP and waits (bounded) until every
