@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"unsafe"
@@ -80,6 +81,62 @@ type appendScratch struct {
 	pos          []commitlog.RecordPos
 	next         map[queueKey]int64
 	touched      []queueKey
+	props        []storeProps // per accepted message
+	queues       []queueRef   // consume queues used by this entry
+}
+
+// queueRef caches one consume-queue lookup for the rest of an entry.
+type queueRef struct {
+	k queueKey
+	q *consumequeue.Queue
+}
+
+// storeProps are the property values the store reads, aliasing the message.
+type storeProps struct{ tags, keys, uniq []byte }
+
+// readStoreProps finds TAGS, KEYS and UNIQ_KEY in one pass over encoded
+// properties, with commitlog.GetProperty's rules (first occurrence wins, a
+// pair without 0x01 is skipped, the last pair may lack its 0x02).
+func readStoreProps(props []byte) storeProps {
+	var sp storeProps
+	var haveTags, haveKeys, haveUniq bool
+	for len(props) > 0 {
+		var pair []byte
+		if i := bytes.IndexByte(props, 0x02); i >= 0 {
+			pair, props = props[:i], props[i+1:]
+		} else {
+			pair, props = props, nil
+		}
+		j := bytes.IndexByte(pair, 0x01)
+		if j < 0 {
+			continue
+		}
+		switch key, val := string(pair[:j]), pair[j+1:]; {
+		case !haveTags && key == commitlog.PropertyTags:
+			sp.tags, haveTags = val, true
+		case !haveKeys && key == commitlog.PropertyKeys:
+			sp.keys, haveKeys = val, true
+		case !haveUniq && key == commitlog.PropertyUniqKey:
+			sp.uniq, haveUniq = val, true
+		}
+	}
+	return sp
+}
+
+// queue returns the consume queue of k, creating it if needed, looking it
+// up in the store once per entry.
+func (a *appendScratch) queue(s *Store, k queueKey) (*consumequeue.Queue, error) {
+	for i := range a.queues {
+		if a.queues[i].k == k {
+			return a.queues[i].q, nil
+		}
+	}
+	q, err := s.cqs.GetOrCreate(k.topic, k.queue)
+	if err != nil {
+		return nil, err
+	}
+	a.queues = append(a.queues, queueRef{k, q})
+	return q, nil
 }
 
 // reset empties the scratch without keeping references to the caller's
@@ -89,6 +146,10 @@ func (a *appendScratch) reset() {
 	a.accepted, a.queueOffsets, a.pos = a.accepted[:0], a.queueOffsets[:0], a.pos[:0]
 	clear(a.touched)
 	a.touched = a.touched[:0]
+	clear(a.props)
+	a.props = a.props[:0]
+	clear(a.queues)
+	a.queues = a.queues[:0]
 	if a.next == nil {
 		a.next = make(map[queueKey]int64)
 	}
@@ -186,10 +247,12 @@ func (s *Store) queueOffset(k queueKey) int64 {
 // one entry share two allocations (one for the offset ids, one for the
 // UNIQ_KEYs) instead of two strings per message.
 func (s *Store) fillResults(results []PutResult, accepted []commitlog.Message, pos []commitlog.RecordPos, h EntryHeader) {
+	a := &s.scratch
 	uniqLen := 0
 	for i := range accepted {
-		uniq, _ := commitlog.GetProperty(accepted[i].Properties, commitlog.PropertyUniqKey)
-		uniqLen += len(uniq)
+		sp := readStoreProps(accepted[i].Properties)
+		a.props = append(a.props, sp)
+		uniqLen += len(sp.uniq)
 	}
 	ids := make([]byte, 0, len(accepted)*commitlog.OffsetMsgIDLen)
 	uniqs := make([]byte, 0, uniqLen)
@@ -205,7 +268,7 @@ func (s *Store) fillResults(results []PutResult, accepted []commitlog.Message, p
 		ids = commitlog.AppendOffsetMsgID(ids, h.StoreHost, p.Offset)
 		r.OffsetMsgID = unsafe.String(&ids[n], commitlog.OffsetMsgIDLen)
 		r.MsgID = r.OffsetMsgID
-		if uniq, ok := commitlog.GetProperty(accepted[j].Properties, commitlog.PropertyUniqKey); ok && len(uniq) > 0 {
+		if uniq := a.props[j].uniq; len(uniq) > 0 {
 			n := len(uniqs)
 			uniqs = append(uniqs, uniq...)
 			r.MsgID = unsafe.String(&uniqs[n], len(uniq))
@@ -234,7 +297,7 @@ func (s *Store) dispatchAppended(msgs []commitlog.Message, queueOffsets []int64,
 	var bodies uint64
 	for i := range msgs {
 		m := &msgs[i]
-		if err := s.dispatchOne(m.Topic, m.QueueID, queueOffsets[i], pos[i], m.Properties, storeTs); err != nil {
+		if err := s.dispatchOne(m.Topic, m.QueueID, queueOffsets[i], pos[i], a.props[i], storeTs); err != nil {
 			return err
 		}
 		bodies += uint64(len(m.Body))
@@ -248,22 +311,19 @@ func (s *Store) dispatchAppended(msgs []commitlog.Message, queueOffsets []int64,
 
 // dispatchOne puts one record into its consume queue and the index, without
 // allocating.
-func (s *Store) dispatchOne(topic string, queueID int32, queueOffset int64, pos commitlog.RecordPos, props []byte, storeTs int64) error {
-	q, err := s.cqs.GetOrCreate(topic, queueID)
+func (s *Store) dispatchOne(topic string, queueID int32, queueOffset int64, pos commitlog.RecordPos, sp storeProps, storeTs int64) error {
+	q, err := s.scratch.queue(s, queueKey{topic, queueID})
 	if err != nil {
 		return fmt.Errorf("store: consume queue %s/%d: %w", topic, queueID, err)
 	}
-	tags, _ := commitlog.GetProperty(props, commitlog.PropertyTags)
-	unit := consumequeue.Unit{PhyOffset: pos.Offset, Size: pos.Size, TagsCode: commitlog.TagsCodeBytes(tags)}
+	unit := consumequeue.Unit{PhyOffset: pos.Offset, Size: pos.Size, TagsCode: commitlog.TagsCodeBytes(sp.tags)}
 	if err := q.Put(queueOffset, unit); err != nil {
 		return fmt.Errorf("store: consume queue %s/%d offset %d: %w", topic, queueID, queueOffset, err)
 	}
-	keys, _ := commitlog.GetProperty(props, commitlog.PropertyKeys)
-	uniq, _ := commitlog.GetProperty(props, commitlog.PropertyUniqKey)
-	if len(keys) == 0 && len(uniq) == 0 {
+	if len(sp.keys) == 0 && len(sp.uniq) == 0 {
 		return nil
 	}
-	return s.idx.PutMessageKeys(unsafe.Slice(unsafe.StringData(topic), len(topic)), keys, uniq, pos.Offset, storeTs)
+	return s.idx.PutMessageKeys(unsafe.Slice(unsafe.StringData(topic), len(topic)), sp.keys, sp.uniq, pos.Offset, storeTs)
 }
 
 // splitKeys splits a KEYS value at spaces, dropping empty keys.
