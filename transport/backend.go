@@ -42,6 +42,14 @@ type Backend interface {
 	Status() ClusterStatus
 }
 
+// LeaderReader is implemented by backends that can serve a read consistent
+// with every acknowledged write: VerifyLeaderRead returns nil when the local
+// store may answer, or an error wrapping ErrNotLeader (the server forwards
+// the read to the leader). A backend without it serves such reads locally.
+type LeaderReader interface {
+	VerifyLeaderRead(ctx context.Context) error
+}
+
 // Suffrage of a member, as in raft.Configuration.
 const (
 	SuffrageVoter    = "voter"

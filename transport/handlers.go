@@ -235,6 +235,15 @@ func (s *Server) QueryOffset(ctx context.Context, req *pb.QueryOffsetRequest) (*
 	if err := validGroupQueue(req.GetGroup(), req.GetTopic(), req.GetQueueId()); err != nil {
 		return nil, err
 	}
+	// A committed offset must never read back older than an acknowledged
+	// commit, even right after a failover: only the verified leader answers.
+	if lr, ok := s.b.(LeaderReader); ok {
+		if err := lr.VerifyLeaderRead(ctx); err != nil {
+			return forward(s, ctx, err, func(ctx context.Context, c pb.RaftMQClient) (*pb.QueryOffsetResponse, error) {
+				return c.QueryOffset(ctx, req)
+			})
+		}
+	}
 	off, ok := s.b.Store().ConsumerOffset(req.GetGroup(), req.GetTopic(), req.GetQueueId())
 	return &pb.QueryOffsetResponse{Offset: off, Found: ok}, nil
 }
