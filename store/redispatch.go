@@ -154,6 +154,7 @@ type replayer struct {
 	s      *Store
 	only   replayScope
 	topics map[string]*replayTopic
+	last   *replayTopic // the topic of the previous record (most entries have one)
 	dirty  []*replayQueue
 }
 
@@ -191,6 +192,7 @@ func (r *replayer) entry(e *commitlog.Entry) error {
 func (r *replayer) command(e *commitlog.Entry) error {
 	r.syncMeta()
 	clear(r.topics)
+	r.last = nil
 	if err := r.s.meta.applyCommand(e.Command); err != nil {
 		return fmt.Errorf("store: replay command at %d: %w", e.Start, err)
 	}
@@ -249,7 +251,11 @@ func (r *replayer) record(off int64, rec *replayRecord, storeTs int64) error {
 // topic returns the cache entry of a topic, creating the topic in meta the
 // first time a record names it (as the apply path does).
 func (r *replayer) topic(name []byte) *replayTopic {
+	if r.last != nil && r.last.name == string(name) {
+		return r.last
+	}
 	if t, ok := r.topics[string(name)]; ok {
+		r.last = t
 		return t
 	}
 	t := &replayTopic{name: string(name)}
@@ -261,6 +267,7 @@ func (r *replayer) topic(name []byte) *replayTopic {
 		r.s.meta.topics[t.name] = TopicConfig{Name: t.name, Queues: r.s.cfg.DefaultQueues, Perm: 6}
 	}
 	r.topics[t.name] = t
+	r.last = t
 	return t
 }
 

@@ -76,7 +76,8 @@ type Store struct {
 	counters         counters
 	plan             recovery.Plan
 	recoveryDuration time.Duration
-	recoveryReplayed int // entries the last Open replayed (tail, lag repair, rebuild)
+	recoveryReplayed int                  // entries the last Open replayed (tail, lag repair, rebuild)
+	recovered        *recoveredCheckpoint // set by Open, taken by the service goroutine
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -113,17 +114,54 @@ func Open(fsys vfs.FS, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// checkpointRecovered makes what recovery rebuilt durable and checkpoints
-// it, first thing in the service goroutine, so Open returns (and the store
-// serves) without waiting for the disk. Until it completes the previous
-// checkpoint stays valid: a crash in between recovers again from it, and
-// finds the commitlog already cut (TruncateDirty is durable).
+// recoveredCheckpoint is the checkpoint of the state recovery rebuilt, when
+// writing it was left to the service goroutine (checkpointRecovered).
+type recoveredCheckpoint struct {
+	ckpt recovery.Checkpoint
+	segs []segmentRange
+}
+
+// checkpointRecovered makes what recovery replayed durable and writes the
+// checkpoint captured when recovery finished, first thing in the service
+// goroutine, so that Open returns (and the store serves) without waiting
+// for the disk to take the rebuilt consume queues and index. The content is
+// exactly what a checkpoint at the end of Open would hold; only the time
+// differs. Until it is written the previous checkpoint stays valid: a crash
+// in between recovers again from it and finds the commitlog already cut
+// (TruncateDirty is durable). If a flush has written a checkpoint since
+// Open, that one is newer and this one is dropped.
 func (s *Store) checkpointRecovered() {
+	rc := s.recovered
+	if rc == nil {
+		return
+	}
+	s.recovered = nil
 	started := time.Now()
-	if err := s.flush(); err != nil {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	if s.ckptWritten {
+		return
+	}
+	err := s.flushCommitLog(rc.segs, rc.ckpt.ConfirmOffset)
+	if err == nil {
+		s.writeMu.Lock()
+		err = s.cqs.Flush()
+		if err == nil {
+			err = s.idx.Flush()
+		}
+		s.writeMu.Unlock()
+	}
+	if err == nil {
+		err = recovery.WriteCheckpoint(s.fs, s.cfg.Dir, &rc.ckpt)
+	}
+	if err != nil {
 		s.logger.Error("checkpoint after recovery failed", "error", err)
 		return
 	}
+	s.ckptOffset.Store(rc.ckpt.ConfirmOffset)
+	s.ckptWritten = true
+	s.counters.flushes.Add(1)
+	s.counters.lastFlushNanos.Store(int64(time.Since(started)))
 	s.logger.Debug("checkpoint after recovery", "took", time.Since(started))
 }
 
@@ -197,9 +235,9 @@ func (s *Store) openFiles() error {
 // back to the checkpoint (p.ScanFrom), repair lagging queues, then verify
 // the commitlog tail and replay it in one pipeline (p.ScanTail decides
 // confirmOffset as it goes; everything it hands over lies below it), cut
-// the commitlog at confirmOffset. The checkpoint of the result is written
-// by the service goroutine as soon as Open returns (checkpointRecovered);
-// only after a rebuild is it written here, before the marker goes.
+// the commitlog at confirmOffset, checkpoint. When entries were replayed
+// the checkpoint is captured here and written by the service goroutine as
+// soon as Open returns (checkpointRecovered).
 func (s *Store) apply(p *recovery.Plan) error {
 	started, begin := time.Now(), p.Duration // Begin ran before apply
 	phase := started
@@ -241,15 +279,22 @@ func (s *Store) apply(p *recovery.Plan) error {
 	s.logger.Info("recovered", "mode", p.Mode.String(), "confirmOffset", p.ConfirmOffset, "appliedIndex", p.Last.RaftIndex,
 		"tail", p.Tail.String(), "entriesVerified", p.Entries, "MB/s", mbPerSec(p.Bytes, replay), "duration", s.recoveryDuration)
 	s.logger.Debug("recovery phases", "prepare", prepare, "verifyAndReplay", replay, "truncate", truncate)
-	if !rebuilt {
-		return nil // the service goroutine checkpoints (checkpointRecovered)
+	if s.recoveryReplayed > 0 && !rebuilt {
+		// Writing back what was replayed can take long (the rebuilt queues
+		// and index of a whole commitlog): the service goroutine does it.
+		ckpt, segs := s.captureCheckpoint()
+		s.recovered = &recoveredCheckpoint{ckpt: ckpt, segs: segs}
+		return nil
 	}
-	// The rebuild marker may only go once a checkpoint covers the rebuilt
-	// queues and index.
+	// Nothing replayed (the checkpoint is cheap) or a rebuild, whose marker
+	// may only go once a checkpoint covers the rebuilt queues and index.
 	if err := s.flush(); err != nil {
 		return err
 	}
-	return s.fs.Remove(filepath.Join(s.cfg.Dir, rebuildMarker))
+	if rebuilt {
+		return s.fs.Remove(filepath.Join(s.cfg.Dir, rebuildMarker))
+	}
+	return nil
 }
 
 // cutDerivedToCheckpoint trusts consume queues, index and meta only up to
