@@ -85,18 +85,16 @@ type PullResult struct {
 
 // Pull reads messages (long-polling up to MaxWait).
 func (c *Client) Pull(ctx context.Context, req PullRequest) (PullResult, error) {
-	in := &pb.PullRequest{Topic: req.Topic, QueueId: req.QueueID, Offset: req.Offset,
-		MaxMessages: req.MaxMessages, MaxBytes: req.MaxBytes, MaxWaitMs: req.MaxWait.Milliseconds(), Tag: req.Tag}
-	var resp *pb.PullResponse
-	err := c.read(ctx, func(ctx context.Context, r pb.RaftMQClient) (err error) {
-		resp, err = r.Pull(ctx, in)
-		return err
-	})
+	b, err := c.PullBatch(ctx, req)
 	if err != nil {
 		return PullResult{}, err
 	}
-	return PullResult{Status: resp.GetStatus(), NextOffset: resp.GetNextOffset(), MinOffset: resp.GetMinOffset(),
-		MaxOffset: resp.GetMaxOffset(), Messages: fromStoredList(resp.GetMessages())}, nil
+	ms, err := b.Messages()
+	if err != nil {
+		return PullResult{}, err
+	}
+	return PullResult{Status: b.Status, NextOffset: b.NextOffset, MinOffset: b.MinOffset,
+		MaxOffset: b.MaxOffset, Messages: ms}, nil
 }
 
 // CommitOffset stores a consumer group's offset for a queue through Raft.

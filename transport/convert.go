@@ -1,6 +1,9 @@
 package transport
 
 import (
+	"encoding/binary"
+	"slices"
+
 	"github.com/raftmq/raftmq/commitlog"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/store"
@@ -42,39 +45,108 @@ func fromPutResult(r store.PutResult) *pb.SendResult {
 
 // FromStoreMessage converts a stored message for the wire.
 func FromStoreMessage(m store.Message) *pb.StoredMessage {
+	out := new(pb.StoredMessage)
+	fillStoredMessage(out, &m, FormatHostPort(m.StoreHost))
+	return out
+}
+
+// fillStoredMessage fills out from m; storeHost is m.StoreHost formatted
+// (the same for every message a node returns, so callers format it once).
+func fillStoredMessage(out *pb.StoredMessage, m *store.Message, storeHost string) {
 	props := DecodeProperties(m.Properties)
-	off := OffsetMsgID(m.StoreHost, m.PhysicalOffset)
+	off := commitlog.OffsetMsgID(m.StoreHost, m.PhysicalOffset)
 	id := PropertyValue(props, PropUniqKey)
 	if id == "" {
 		id = off
 	}
-	return &pb.StoredMessage{
-		Topic:            m.Topic,
-		QueueId:          m.QueueID,
-		QueueOffset:      m.QueueOffset,
-		PhysicalOffset:   m.PhysicalOffset,
-		Flag:             m.Flag,
-		SysFlag:          m.SysFlag,
-		BornTimestamp:    m.BornTimestamp,
-		BornHost:         FormatHostPort(m.BornHost),
-		StoreTimestamp:   m.StoreTimestamp,
-		StoreHost:        FormatHostPort(m.StoreHost),
-		ReconsumeTimes:   m.ReconsumeTimes,
-		PreparedTxOffset: m.PreparedTxOffset,
-		BodyCrc:          m.BodyCRC,
-		Body:             m.Body,
-		Properties:       props,
-		MsgId:            id,
-		OffsetMsgId:      off,
-	}
+	out.Topic = m.Topic
+	out.QueueId = m.QueueID
+	out.QueueOffset = m.QueueOffset
+	out.PhysicalOffset = m.PhysicalOffset
+	out.Flag = m.Flag
+	out.SysFlag = m.SysFlag
+	out.BornTimestamp = m.BornTimestamp
+	out.BornHost = FormatHostPort(m.BornHost)
+	out.StoreTimestamp = m.StoreTimestamp
+	out.StoreHost = storeHost
+	out.ReconsumeTimes = m.ReconsumeTimes
+	out.PreparedTxOffset = m.PreparedTxOffset
+	out.BodyCrc = m.BodyCRC
+	out.Body = m.Body
+	out.Properties = props
+	out.MsgId = id
+	out.OffsetMsgId = off
 }
 
+// fromStoreMessages converts ms with one allocation for all the message
+// structs and one formatted store host per distinct host.
 func fromStoreMessages(ms []store.Message) []*pb.StoredMessage {
 	out := make([]*pb.StoredMessage, len(ms))
-	for i, m := range ms {
-		out[i] = FromStoreMessage(m)
+	structs := make([]pb.StoredMessage, len(ms))
+	var host commitlog.HostPort
+	var hostStr string
+	for i := range ms {
+		m := &ms[i]
+		if i == 0 || m.StoreHost != host {
+			host, hostStr = m.StoreHost, FormatHostPort(m.StoreHost)
+		}
+		fillStoredMessage(&structs[i], m, hostStr)
+		out[i] = &structs[i]
 	}
 	return out
+}
+
+// RecordsSize is the number of bytes AppendRecords adds for ms.
+func RecordsSize(ms []store.Message) int {
+	n := 0
+	for i := range ms {
+		n += commitlog.RecordSize(len(ms[i].Body), len(ms[i].Topic), len(ms[i].Properties))
+	}
+	return n
+}
+
+// AppendRecords appends ms to dst as v1 message records (FORMAT.md §2.1),
+// the bytes the commitlog holds for them: every field as stored, BODYCRC
+// copied rather than recomputed. Decode them with commitlog.DecodeRecord.
+func AppendRecords(dst []byte, ms []store.Message) []byte {
+	for i := range ms {
+		dst = appendRecord(dst, &ms[i])
+	}
+	return dst
+}
+
+func appendRecord(dst []byte, m *store.Message) []byte {
+	size := commitlog.RecordSize(len(m.Body), len(m.Topic), len(m.Properties))
+	p := len(dst)
+	dst = slices.Grow(dst, size)[:p+size]
+	b := dst[p:]
+	be := binary.BigEndian
+	be.PutUint32(b[commitlog.OffTotalSize:], uint32(size))
+	be.PutUint32(b[commitlog.OffMagic:], commitlog.MagicMessageV1)
+	be.PutUint32(b[commitlog.OffBodyCRC:], m.BodyCRC)
+	be.PutUint32(b[commitlog.OffQueueID:], uint32(m.QueueID))
+	be.PutUint32(b[commitlog.OffFlag:], uint32(m.Flag))
+	be.PutUint64(b[commitlog.OffQueueOffset:], uint64(m.QueueOffset))
+	be.PutUint64(b[commitlog.OffPhysicalOffset:], uint64(m.PhysicalOffset))
+	be.PutUint32(b[commitlog.OffSysFlag:], uint32(m.SysFlag))
+	be.PutUint64(b[commitlog.OffBornTimestamp:], uint64(m.BornTimestamp))
+	putHost(b[commitlog.OffBornHost:], m.BornHost)
+	be.PutUint64(b[commitlog.OffStoreTimestamp:], uint64(m.StoreTimestamp))
+	putHost(b[commitlog.OffStoreHost:], m.StoreHost)
+	be.PutUint32(b[commitlog.OffReconsumeTimes:], uint32(m.ReconsumeTimes))
+	be.PutUint64(b[commitlog.OffPreparedTxOffset:], uint64(m.PreparedTxOffset))
+	be.PutUint32(b[commitlog.OffBodyLength:], uint32(len(m.Body)))
+	q := commitlog.OffBody + copy(b[commitlog.OffBody:], m.Body)
+	b[q] = byte(len(m.Topic))
+	q += 1 + copy(b[q+1:], m.Topic)
+	be.PutUint16(b[q:], uint16(len(m.Properties)))
+	copy(b[q+2:], m.Properties)
+	return dst
+}
+
+func putHost(b []byte, h commitlog.HostPort) {
+	copy(b[:4], h.IP[:])
+	binary.BigEndian.PutUint32(b[4:8], uint32(h.Port))
 }
 
 func fromClusterStatus(s ClusterStatus) *pb.StatusResponse {

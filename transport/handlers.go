@@ -110,13 +110,20 @@ func (s *Server) Pull(ctx context.Context, req *pb.PullRequest) (*pb.PullRespons
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &pb.PullResponse{
+	out := &pb.PullResponse{
 		Status:     pullStatus(res.Status),
 		NextOffset: res.NextOffset,
 		MinOffset:  res.MinOffset,
 		MaxOffset:  res.MaxOffset,
-		Messages:   fromStoreMessages(res.Messages),
-	}, nil
+	}
+	switch {
+	case len(res.Messages) == 0:
+	case req.GetRecords():
+		out.Records = AppendRecords(make([]byte, 0, RecordsSize(res.Messages)), res.Messages)
+	default:
+		out.Messages = fromStoreMessages(res.Messages)
+	}
+	return out, nil
 }
 
 func (s *Server) longPoll(ctx context.Context, req *pb.PullRequest, get func() (store.GetResult, error)) (store.GetResult, error) {

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
-	"strings"
+	"strconv"
 
 	"github.com/raftmq/raftmq/commitlog"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
@@ -69,7 +69,17 @@ func PropertyValue(props []*pb.Property, key string) string {
 
 // FormatHostPort renders h as "a.b.c.d:port".
 func FormatHostPort(h commitlog.HostPort) string {
-	return fmt.Sprintf("%d.%d.%d.%d:%d", h.IP[0], h.IP[1], h.IP[2], h.IP[3], h.Port)
+	var buf [len("255.255.255.255:-2147483648")]byte
+	b := buf[:0]
+	for i, octet := range h.IP {
+		if i > 0 {
+			b = append(b, '.')
+		}
+		b = strconv.AppendUint(b, uint64(octet), 10)
+	}
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(h.Port), 10)
+	return string(b)
 }
 
 // ParseHostPort parses "a.b.c.d:port" (IPv4 only, as message layout v1).
@@ -84,11 +94,7 @@ func ParseHostPort(s string) (commitlog.HostPort, error) {
 // OffsetMsgID is RocketMQ's offset message id: upper-case hex of store IP (4),
 // port (4, big endian) and physical offset (8).
 func OffsetMsgID(storeHost commitlog.HostPort, phy int64) string {
-	var b [16]byte
-	copy(b[:4], storeHost.IP[:])
-	binary.BigEndian.PutUint32(b[4:8], uint32(storeHost.Port))
-	binary.BigEndian.PutUint64(b[8:], uint64(phy))
-	return strings.ToUpper(hex.EncodeToString(b[:]))
+	return commitlog.OffsetMsgID(storeHost, phy)
 }
 
 // ParseOffsetMsgID decodes an offset message id; ok is false if id is not one.

@@ -493,14 +493,18 @@ func (x *SendResponse) GetResults() []*SendResult {
 }
 
 type PullRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	QueueId       int32                  `protobuf:"varint,2,opt,name=queue_id,json=queueId,proto3" json:"queue_id,omitempty"`
-	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
-	MaxMessages   int32                  `protobuf:"varint,4,opt,name=max_messages,json=maxMessages,proto3" json:"max_messages,omitempty"` // 1..1024; 0 means 32
-	MaxBytes      int32                  `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`          // 0 means 4 MiB
-	MaxWaitMs     int64                  `protobuf:"varint,6,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`     // long-poll bound; 0 = return at once
-	Tag           string                 `protobuf:"bytes,7,opt,name=tag,proto3" json:"tag,omitempty"`                                     // "" or "*": every tag
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Topic       string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	QueueId     int32                  `protobuf:"varint,2,opt,name=queue_id,json=queueId,proto3" json:"queue_id,omitempty"`
+	Offset      int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	MaxMessages int32                  `protobuf:"varint,4,opt,name=max_messages,json=maxMessages,proto3" json:"max_messages,omitempty"` // 1..1024; 0 means 32
+	MaxBytes    int32                  `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`          // 0 means 4 MiB
+	MaxWaitMs   int64                  `protobuf:"varint,6,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`     // long-poll bound; 0 = return at once
+	Tag         string                 `protobuf:"bytes,7,opt,name=tag,proto3" json:"tag,omitempty"`                                     // "" or "*": every tag
+	// records asks for the messages packed in PullResponse.records instead of
+	// PullResponse.messages (a server that predates the field ignores it and
+	// fills messages; clients accept either).
+	Records       bool `protobuf:"varint,8,opt,name=records,proto3" json:"records,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -582,6 +586,13 @@ func (x *PullRequest) GetTag() string {
 		return x.Tag
 	}
 	return ""
+}
+
+func (x *PullRequest) GetRecords() bool {
+	if x != nil {
+		return x.Records
+	}
+	return false
 }
 
 // StoredMessage is a message as stored, with every field of the record.
@@ -758,12 +769,17 @@ func (x *StoredMessage) GetOffsetMsgId() string {
 }
 
 type PullResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        PullStatus             `protobuf:"varint,1,opt,name=status,proto3,enum=raftmq.v1.PullStatus" json:"status,omitempty"`
-	NextOffset    int64                  `protobuf:"varint,2,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
-	MinOffset     int64                  `protobuf:"varint,3,opt,name=min_offset,json=minOffset,proto3" json:"min_offset,omitempty"`
-	MaxOffset     int64                  `protobuf:"varint,4,opt,name=max_offset,json=maxOffset,proto3" json:"max_offset,omitempty"`
-	Messages      []*StoredMessage       `protobuf:"bytes,5,rep,name=messages,proto3" json:"messages,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Status     PullStatus             `protobuf:"varint,1,opt,name=status,proto3,enum=raftmq.v1.PullStatus" json:"status,omitempty"`
+	NextOffset int64                  `protobuf:"varint,2,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
+	MinOffset  int64                  `protobuf:"varint,3,opt,name=min_offset,json=minOffset,proto3" json:"min_offset,omitempty"`
+	MaxOffset  int64                  `protobuf:"varint,4,opt,name=max_offset,json=maxOffset,proto3" json:"max_offset,omitempty"`
+	Messages   []*StoredMessage       `protobuf:"bytes,5,rep,name=messages,proto3" json:"messages,omitempty"`
+	// With PullRequest.records: the messages as v1 message records of the
+	// commitlog (FORMAT.md), concatenated in queue order, each complete with
+	// its BODYCRC; messages is then empty. One bytes field instead of a
+	// protobuf message per record, so neither side converts per message.
+	Records       []byte `protobuf:"bytes,6,opt,name=records,proto3" json:"records,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -829,6 +845,13 @@ func (x *PullResponse) GetMaxOffset() int64 {
 func (x *PullResponse) GetMessages() []*StoredMessage {
 	if x != nil {
 		return x.Messages
+	}
+	return nil
+}
+
+func (x *PullResponse) GetRecords() []byte {
+	if x != nil {
+		return x.Records
 	}
 	return nil
 }
@@ -2578,7 +2601,7 @@ const file_raftmq_proto_rawDesc = "" +
 	"\x05error\x18\n" +
 	" \x01(\tR\x05error\"?\n" +
 	"\fSendResponse\x12/\n" +
-	"\aresults\x18\x01 \x03(\v2\x15.raftmq.v1.SendResultR\aresults\"\xc8\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x15.raftmq.v1.SendResultR\aresults\"\xe2\x01\n" +
 	"\vPullRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x19\n" +
 	"\bqueue_id\x18\x02 \x01(\x05R\aqueueId\x12\x16\n" +
@@ -2586,7 +2609,8 @@ const file_raftmq_proto_rawDesc = "" +
 	"\fmax_messages\x18\x04 \x01(\x05R\vmaxMessages\x12\x1b\n" +
 	"\tmax_bytes\x18\x05 \x01(\x05R\bmaxBytes\x12\x1e\n" +
 	"\vmax_wait_ms\x18\x06 \x01(\x03R\tmaxWaitMs\x12\x10\n" +
-	"\x03tag\x18\a \x01(\tR\x03tag\"\xbd\x04\n" +
+	"\x03tag\x18\a \x01(\tR\x03tag\x12\x18\n" +
+	"\arecords\x18\b \x01(\bR\arecords\"\xbd\x04\n" +
 	"\rStoredMessage\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x19\n" +
 	"\bqueue_id\x18\x02 \x01(\x05R\aqueueId\x12!\n" +
@@ -2608,7 +2632,7 @@ const file_raftmq_proto_rawDesc = "" +
 	"properties\x18\x0f \x03(\v2\x13.raftmq.v1.PropertyR\n" +
 	"properties\x12\x15\n" +
 	"\x06msg_id\x18\x10 \x01(\tR\x05msgId\x12\"\n" +
-	"\roffset_msg_id\x18\x11 \x01(\tR\voffsetMsgId\"\xd2\x01\n" +
+	"\roffset_msg_id\x18\x11 \x01(\tR\voffsetMsgId\"\xec\x01\n" +
 	"\fPullResponse\x12-\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x15.raftmq.v1.PullStatusR\x06status\x12\x1f\n" +
 	"\vnext_offset\x18\x02 \x01(\x03R\n" +
@@ -2617,7 +2641,8 @@ const file_raftmq_proto_rawDesc = "" +
 	"min_offset\x18\x03 \x01(\x03R\tminOffset\x12\x1d\n" +
 	"\n" +
 	"max_offset\x18\x04 \x01(\x03R\tmaxOffset\x124\n" +
-	"\bmessages\x18\x05 \x03(\v2\x18.raftmq.v1.StoredMessageR\bmessages\"\xac\x01\n" +
+	"\bmessages\x18\x05 \x03(\v2\x18.raftmq.v1.StoredMessageR\bmessages\x12\x18\n" +
+	"\arecords\x18\x06 \x01(\fR\arecords\"\xac\x01\n" +
 	"\x11QueryByKeyRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12!\n" +
