@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -20,22 +21,25 @@ import (
 
 // options of one bench run.
 type options struct {
-	Quick    bool
-	Out      string        // directory for performance.md/.json
-	Duration time.Duration // one measurement
-	Reps     int           // A/B repetitions of every row
-	WAL      bool          // also measure the raft-wal log store
-	Restart  int64         // commitlog bytes before the restart row
-	Consume  int64         // messages the consume row reads at most
-	Profile  bool          // capture leader CPU profiles (extra, unmeasured runs)
-	Keep     bool          // keep data dirs and logs
-	Args     []string      // the command line, for the report
-	Log      io.Writer     // progress
+	Quick       bool
+	Out         string         // directory for performance.md/.json
+	Duration    time.Duration  // one measurement
+	Reps        int            // A/B repetitions of every row
+	WAL         bool           // also measure the raft-wal log store
+	Restart     int64          // commitlog bytes before the restart row
+	Consume     int64          // messages the consume row reads at most
+	Profile     bool           // capture leader CPU profiles (extra, unmeasured runs)
+	Keep        bool           // keep data dirs and logs
+	Rows        *regexp.Regexp // only the A/B rows whose name matches (nil: all)
+	GroupCommit string         // TOML lines of raftmq's [group_commit] table (raftmq only: the Raft settings stay shared)
+	Steps       string         // comma-separated extra steps: halfmax,profile,consume,restart ("all": every one)
+	Args        []string       // the command line, for the report
+	Log         io.Writer      // progress
 }
 
 func defaultOptions(quick bool) options {
 	o := options{Quick: quick, Duration: 4 * time.Second, Reps: 3, WAL: true, Restart: 1 << 30,
-		Consume: 600_000, Profile: true, Log: os.Stderr}
+		Consume: 600_000, Profile: true, Steps: "all", Log: os.Stderr}
 	if quick {
 		o.Duration, o.Reps, o.WAL, o.Restart, o.Consume, o.Profile = 700*time.Millisecond, 1, false, 16<<20, 20_000, false
 	}
@@ -49,6 +53,9 @@ func main() {
 	reps := flag.Int("reps", 0, "A/B repetitions per row (default 3, -quick 1)")
 	wal := flag.Bool("wal", true, "also measure raft-wal as the Raft log store (full run only)")
 	keep := flag.Bool("keep", false, "keep the data directories and node logs")
+	rows := flag.String("rows", "", "only the A/B rows whose name matches this regexp (e.g. 'synchronous|pipelined'); the other steps then run only if -steps names them")
+	steps := flag.String("steps", "", "extra steps after the A/B rows, comma-separated: halfmax,profile,consume,restart, all or none (default all; none with -rows)")
+	gc := flag.String("group-commit", "", "TOML body of the raftmq nodes' [group_commit] table, e.g. 'max_in_flight = 32' (raftmq only)")
 	render := flag.String("render", "", "only re-render performance.md from this performance.json (after editing bench/notes.md)")
 	flag.Parse()
 	if *render != "" {
@@ -66,6 +73,18 @@ func main() {
 		o.Reps = *reps
 	}
 	o.WAL = o.WAL && *wal
+	o.GroupCommit = *gc
+	if *rows != "" {
+		re, err := regexp.Compile(*rows)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -rows:", err)
+			os.Exit(2)
+		}
+		o.Rows, o.Steps = re, "none"
+	}
+	if *steps != "" {
+		o.Steps = *steps
+	}
 	o.Keep, o.Out, o.Args = *keep, *out, os.Args[1:]
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -105,6 +124,13 @@ func run(ctx context.Context, o options) (*report, error) {
 			return nil, errors.New("-quick needs -out (it must not overwrite docs/)")
 		}
 		o.Out = filepath.Join(root, "docs")
+		if o.Rows != nil || o.Steps != "all" {
+			// A partial run must not replace the full report.
+			if o.Out, err = os.MkdirTemp("", "raftmq-bench-out-"); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(o.Log, "partial run: report in %s\n", o.Out)
+		}
 	}
 	if o.Log == nil {
 		o.Log = io.Discard

@@ -132,7 +132,8 @@ func (r *runner) all(ctx context.Context, rep *report) error {
 	if err := r.startClusters(ctx, node.LogStoreBolt); err != nil {
 		return err
 	}
-	rows, err := r.runAB(ctx, abRows(r.o.Quick))
+	r.warmUp(ctx)
+	rows, err := r.runAB(ctx, r.o.filter(abRows(r.o.Quick)))
 	if err != nil {
 		return err
 	}
@@ -143,11 +144,17 @@ func (r *runner) all(ctx context.Context, rep *report) error {
 			maxRate = row.Raftmq
 		}
 	}
-	for _, step := range []func(context.Context, *report) error{
-		func(ctx context.Context, rep *report) error { return r.halfMax(ctx, rep, maxRate) },
-		r.profiles, r.consume, r.restart,
+	for _, step := range []struct {
+		name string
+		fn   func(context.Context, *report) error
+	}{
+		{"halfmax", func(ctx context.Context, rep *report) error { return r.halfMax(ctx, rep, maxRate) }},
+		{"profile", r.profiles}, {"consume", r.consume}, {"restart", r.restart},
 	} {
-		if err := step(ctx, rep); err != nil {
+		if !r.o.step(step.name) {
+			continue
+		}
+		if err := step.fn(ctx, rep); err != nil {
 			return err
 		}
 	}
@@ -421,12 +428,16 @@ func (r *runner) walRows(ctx context.Context, rep *report) error {
 		return err
 	}
 	var defs []abRow
-	for _, d := range abRows(r.o.Quick) {
+	for _, d := range r.o.filter(abRows(r.o.Quick)) {
 		if d.l == pipelinedLoad || d.l.Conc == 1 && d.l.Batch == 1 && d.l.Size == 1024 ||
 			d.l.Conc == 16 && d.l.Batch > 1 || d.l.Conc == 128 && d.l.Batch == 1 && d.l.Size == 1024 {
 			defs = append(defs, d)
 		}
 	}
+	if len(defs) == 0 {
+		return nil
+	}
+	r.warmUp(ctx)
 	rows, err := r.runAB(ctx, defs)
 	if err != nil {
 		return err
@@ -436,4 +447,50 @@ func (r *runner) walRows(ctx context.Context, rep *report) error {
 	}
 	rep.Rows = append(rep.Rows, rows...)
 	return nil
+}
+
+// filter keeps the rows -rows selects.
+func (o options) filter(rows []abRow) []abRow {
+	if o.Rows == nil {
+		return rows
+	}
+	var out []abRow
+	for _, d := range rows {
+		if o.Rows.MatchString(d.name) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// step reports whether -steps selects the extra step name.
+func (o options) step(name string) bool {
+	switch o.Steps {
+	case "", "all":
+		return true
+	case "none":
+		return false
+	}
+	for _, s := range strings.Split(o.Steps, ",") {
+		if strings.TrimSpace(s) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// warmUp runs a short unmeasured load on both clusters: the first entries
+// after a start touch fresh commitlog and consume-queue pages and open
+// files (hundreds of ms per entry on a loaded machine), which would
+// otherwise land in the first row.
+func (r *runner) warmUp(ctx context.Context) {
+	d := min(r.o.Duration, time.Second)
+	for _, l := range []load{pipelinedLoad, {Size: 16 << 10, Conc: 16, Batch: 8, InFlight: 1}} {
+		if _, err := r.produce(ctx, l, d); err != nil {
+			r.logf("warm-up (raftmq): %v", err)
+		}
+		if _, err := r.ceiling(ctx, l, d); err != nil {
+			r.logf("warm-up (ceiling): %v", err)
+		}
+	}
 }

@@ -60,10 +60,19 @@ func (r *runner) startClusters(ctx context.Context, logStore string) error {
 		return err
 	}
 	args := []string{"--config", conf, "--log-level", "warn"}
+	mqArgs := args
+	if r.o.GroupCommit != "" {
+		mqConf := filepath.Join(dir, "raftmq.toml")
+		body := fmt.Sprintf("[raft]\nlog_store = %q\n[group_commit]\n%s\n", logStore, r.o.GroupCommit)
+		if err := os.WriteFile(mqConf, []byte(body), 0o644); err != nil {
+			return err
+		}
+		mqArgs = []string{"--config", mqConf, "--log-level", "warn"}
+	}
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	r.logf("starting 3-node raftmq cluster (%s)", logStore)
-	mq, err := nodeproc.StartCluster(sctx, r.bin, nodeproc.ClusterOptions{N: 3, Dir: filepath.Join(dir, "raftmq"), Args: args})
+	mq, err := nodeproc.StartCluster(sctx, r.bin, nodeproc.ClusterOptions{N: 3, Dir: filepath.Join(dir, "raftmq"), Args: mqArgs})
 	if err != nil {
 		return fmt.Errorf("raftmq cluster: %w", err)
 	}

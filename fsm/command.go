@@ -121,6 +121,39 @@ func (c *Command) Encode(dst []byte) ([]byte, error) {
 	return e.buf, nil
 }
 
+// EncodeMessageBatch appends the encoding of a MessageBatch command whose
+// messages are the concatenation of groups (count in all) to dst. It equals
+// (&Command{Type: CmdMessageBatch, ...}).Encode(dst) without first copying
+// the messages into one slice.
+func EncodeMessageBatch(dst []byte, leaderTS int64, leaderHost commitlog.HostPort, count int, groups ...[]commitlog.Message) ([]byte, error) {
+	if count > MaxBatchMessages {
+		return dst, fmt.Errorf("%w: %d messages > %d", ErrTooLarge, count, MaxBatchMessages)
+	}
+	n := 0
+	for _, g := range groups {
+		n += len(g)
+	}
+	if n != count {
+		return dst, fmt.Errorf("%w: %d messages, %d announced", ErrMalformed, n, count)
+	}
+	e := encoder{buf: append(dst, CommandVersion, byte(CmdMessageBatch))}
+	e.i64(leaderTS)
+	e.host(leaderHost)
+	e.uvarint(uint64(count))
+	for _, g := range groups {
+		for i := range g {
+			e.message(&g[i])
+		}
+	}
+	if e.err != nil {
+		return dst, e.err
+	}
+	if len(e.buf)-len(dst) > MaxCommandBytes {
+		return dst, fmt.Errorf("%w: %d bytes > %d", ErrTooLarge, len(e.buf)-len(dst), MaxCommandBytes)
+	}
+	return e.buf, nil
+}
+
 // DecodeCommand decodes one entry. It never panics, and it allocates at most
 // in proportion to len(data).
 func DecodeCommand(data []byte) (Command, error) {
@@ -218,8 +251,9 @@ func (e *encoder) message(m *commitlog.Message) {
 // decoder reads big-endian fields; after the first error every read returns
 // a zero value, so callers check err once.
 type decoder struct {
-	buf []byte
-	err error
+	buf   []byte
+	err   error
+	topic string // the previous message's topic, reused while equal (one allocation per batch, not per message)
 }
 
 func (d *decoder) fail(what string) {
@@ -270,7 +304,7 @@ func (d *decoder) uvarint(limit uint64, what string) int {
 	}
 	v, n := binary.Uvarint(d.buf)
 	// Only the minimal encoding is accepted, so an entry has one encoding.
-	if n <= 0 || v > limit || n != len(binary.AppendUvarint(nil, v)) {
+	if n <= 0 || v > limit || n > 1 && d.buf[n-1] == 0 {
 		d.fail(what)
 		return 0
 	}
@@ -300,8 +334,18 @@ func (d *decoder) bytes(limit int, what string) []byte {
 
 func (d *decoder) str() string { return string(d.bytes(MaxStringBytes, "string")) }
 
+// topicStr is str, returning the previous topic's string when the bytes are
+// the same.
+func (d *decoder) topicStr() string {
+	b := d.bytes(MaxStringBytes, "string")
+	if string(b) != d.topic { // no allocation for the comparison
+		d.topic = string(b)
+	}
+	return d.topic
+}
+
 func (d *decoder) message(m *commitlog.Message) {
-	m.Topic = d.str()
+	m.Topic = d.topicStr()
 	m.QueueID = d.i32()
 	m.Flag = d.i32()
 	m.SysFlag = d.i32()

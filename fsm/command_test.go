@@ -101,3 +101,63 @@ func FuzzDecodeCommand(f *testing.F) {
 		}
 	})
 }
+
+// EncodeMessageBatch over groups is byte-identical to Command.Encode of the
+// concatenated messages (the wire format has one encoding).
+func TestEncodeMessageBatchEqualsEncode(t *testing.T) {
+	c := sampleCommands()[0]
+	want, err := c.Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, groups := range [][][]commitlog.Message{
+		{c.Messages}, {c.Messages[:1], c.Messages[1:]}, {nil, c.Messages[:1], nil, c.Messages[1:]},
+	} {
+		got, err := EncodeMessageBatch([]byte("prefix"), c.LeaderTimestamp, c.LeaderHost, len(c.Messages), groups...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, append([]byte("prefix"), want...)) {
+			t.Fatalf("%d groups: encoding differs:\n%x\n%x", len(groups), got, want)
+		}
+	}
+	if _, err := EncodeMessageBatch(nil, 0, c.LeaderHost, 3, c.Messages); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("wrong count: %v", err)
+	}
+	if _, err := EncodeMessageBatch(nil, 0, c.LeaderHost, MaxBatchMessages+1); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("too many: %v", err)
+	}
+}
+
+// A varint with a redundant trailing zero group is rejected: an entry has
+// exactly one encoding.
+func TestDecodeRejectsNonMinimalVarint(t *testing.T) {
+	c := Command{Type: CmdDeleteTopic, TopicName: "T"}
+	b, err := c.Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b = version, type, len(1), 'T'; re-encode the length 1 as 0x81 0x00.
+	bad := append([]byte{b[0], b[1], 0x81, 0x00}, b[3:]...)
+	if _, err := DecodeCommand(bad); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("non-minimal varint: err %v", err)
+	}
+}
+
+// Decoding a MessageBatch of one topic allocates the message slice and one
+// topic string, not one string per message.
+func TestDecodeBatchAllocations(t *testing.T) {
+	c := benchBatch()
+	data, err := c.Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		if _, err := DecodeCommand(data); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 2 {
+		t.Fatalf("%v allocations per decode of %d messages, want ≤ 2", allocs, len(c.Messages))
+	}
+}

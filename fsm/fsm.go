@@ -24,6 +24,9 @@ var ErrFatal = errors.New("fsm: store failed, applying stopped")
 type ApplyResponse struct {
 	Results []store.PutResult // one per message of a MessageBatch
 	Err     error             // a rejected command, a skipped entry or ErrFatal
+	// ApplyDuration is the time the FSM spent decoding and applying the
+	// entry (for the leader's latency breakdown).
+	ApplyDuration time.Duration
 }
 
 // Stats counts entries by outcome since the FSM was created.
@@ -143,6 +146,7 @@ func (f *FSM) applyOne(l *raft.Log) interface{} {
 		f.replayMember(l.Data)
 		return &ApplyResponse{Err: fmt.Errorf("entry %d: %w", l.Index, store.ErrAlreadyApplied)}
 	}
+	start := time.Now()
 	h := store.EntryHeader{RaftIndex: l.Index, Term: l.Term, StoreTimestamp: f.lastTS}
 	cmd, err := DecodeCommand(l.Data)
 	if err != nil {
@@ -154,6 +158,7 @@ func (f *FSM) applyOne(l *raft.Log) interface{} {
 		return f.failed(st, h, err)
 	}
 	f.applied.Add(1)
+	resp.ApplyDuration = time.Since(start)
 	return resp
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/raftmq/raftmq/commitlog"
@@ -27,13 +28,18 @@ func (n *Node) Send(ctx context.Context, msgs []commitlog.Message) ([]store.PutR
 	if len(msgs) > n.cfg.GroupCommit.MaxMessages {
 		return nil, fmt.Errorf("node: %d messages in one send > %d: %w", len(msgs), n.cfg.GroupCommit.MaxMessages, fsm.ErrTooLarge)
 	}
+	start := time.Now()
 	st := n.Store()
 	for i := range msgs {
 		if err := st.ValidateMessage(&msgs[i]); err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 	}
-	return n.batcher.send(ctx, msgs)
+	res, err := n.batcher.send(ctx, msgs)
+	if err == nil {
+		n.metrics.observeStage(stageSend, time.Since(start))
+	}
+	return res, err
 }
 
 // CommitOffsets replicates consumer-group offsets.

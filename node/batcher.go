@@ -23,10 +23,11 @@ const (
 )
 
 type sendReq struct {
-	msgs  []commitlog.Message
-	bytes int
-	state atomic.Int32
-	done  chan sendResult // buffered 1
+	msgs   []commitlog.Message
+	bytes  int
+	queued time.Time // when Send handed it over
+	state  atomic.Int32
+	done   chan sendResult // buffered 1; nil on the idle fast path
 }
 
 type sendResult struct {
@@ -57,11 +58,24 @@ func newBatcher(n *Node) *batcher {
 func msgBytes(m *commitlog.Message) int { return len(m.Topic) + len(m.Body) + len(m.Properties) + 64 }
 
 // send enqueues msgs and waits for their results, bounded by ctx.
+//
+// On an idle leader (nothing queued, an in-flight slot free) the calling
+// goroutine proposes its request itself and waits for the future: no hand-off
+// to the batcher goroutine and back, which is two scheduler wake-ups less on
+// the latency of a lone synchronous Send.
 func (b *batcher) send(ctx context.Context, msgs []commitlog.Message) ([]store.PutResult, error) {
-	req := &sendReq{msgs: msgs, done: make(chan sendResult, 1)}
+	req := &sendReq{msgs: msgs, queued: time.Now()}
 	for i := range msgs {
 		req.bytes += msgBytes(&msgs[i])
 	}
+	if len(b.in) == 0 {
+		select {
+		case b.slots <- struct{}{}:
+			return b.sendNow(req)
+		default:
+		}
+	}
+	req.done = make(chan sendResult, 1)
 	select {
 	case b.in <- req:
 	case <-ctx.Done():
@@ -85,6 +99,24 @@ func (b *batcher) send(ctx context.Context, msgs []commitlog.Message) ([]store.P
 	}
 }
 
+// sendNow proposes req alone on the calling goroutine, which holds an
+// in-flight slot, and waits for the outcome. Raft resolves every future (at
+// the latest when leadership is lost or Raft shuts down), so the wait is
+// bounded without ctx.
+func (b *batcher) sendNow(req *sendReq) ([]store.PutResult, error) {
+	defer func() { <-b.slots }()
+	req.state.Store(reqProposed)
+	one := [1]*sendReq{req}
+	f, data, err := b.apply(one[:], len(req.msgs), req.bytes)
+	if err != nil {
+		return nil, err
+	}
+	results, err := b.complete(f, len(req.msgs), len(data))
+	if err == nil && len(results) != len(req.msgs) {
+		return nil, fmt.Errorf("%w: %d results for %d messages", transport.ErrOutcomeUnknown, len(results), len(req.msgs))
+	}
+	return results, err
+}
 func (b *batcher) run() {
 	for {
 		first := b.carry
@@ -166,33 +198,49 @@ func (b *batcher) propose(batch []*sendReq) bool {
 	if len(live) == 0 {
 		return false
 	}
-	cmd := fsm.Command{Type: fsm.CmdMessageBatch, LeaderTimestamp: time.Now().UnixMilli(), LeaderHost: b.n.host,
-		Messages: make([]commitlog.Message, 0, count)}
-	for _, r := range live {
-		cmd.Messages = append(cmd.Messages, r.msgs...)
-	}
-	if err := b.n.waitReady(context.Background()); err != nil {
-		finish(live, nil, err)
-		return false
-	}
-	data, err := cmd.Encode(make([]byte, 0, bytes+64))
+	f, data, err := b.apply(live, count, bytes)
 	if err != nil {
 		finish(live, nil, err)
 		return false
 	}
-	f := b.n.raft.Apply(data, b.n.cfg.ApplyTimeout)
-	start := time.Now()
 	b.n.goroutine(func() {
-		resp, err := b.await(f)
+		results, err := b.complete(f, count, len(data))
 		<-b.slots
-		b.n.metrics.observeSend(len(cmd.Messages), len(data), time.Since(start), err)
-		var results []store.PutResult
-		if resp != nil {
-			results = resp.Results
-		}
 		finish(live, results, err)
 	})
 	return true
+}
+
+// apply encodes reqs as one MessageBatch entry and proposes it.
+func (b *batcher) apply(reqs []*sendReq, count, bytes int) (raft.ApplyFuture, []byte, error) {
+	if err := b.n.waitReady(context.Background()); err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	for _, r := range reqs {
+		b.n.metrics.observeStage(stageQueue, now.Sub(r.queued))
+	}
+	groups := make([][]commitlog.Message, len(reqs))
+	for i, r := range reqs {
+		groups[i] = r.msgs
+	}
+	data, err := fsm.EncodeMessageBatch(make([]byte, 0, bytes+64), now.UnixMilli(), b.n.host, count, groups...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.n.raft.Apply(data, b.n.cfg.ApplyTimeout), data, nil
+}
+
+// complete waits for the entry's future and records its metrics.
+func (b *batcher) complete(f raft.ApplyFuture, count, size int) ([]store.PutResult, error) {
+	start := time.Now()
+	resp, err := b.await(f)
+	b.n.metrics.observeSend(count, size, time.Since(start), err)
+	if resp == nil {
+		return nil, err
+	}
+	b.n.metrics.observeStage(stageFSMApply, resp.ApplyDuration)
+	return resp.Results, err
 }
 
 // await waits for f on the calling goroutine (one scheduling hop less than

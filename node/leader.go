@@ -77,6 +77,9 @@ func (n *Node) setReady(v bool) {
 // waitReady returns nil once this node is a leader that passed its barrier,
 // or an error wrapping transport.ErrNotLeader if it is not the leader.
 func (n *Node) waitReady(ctx context.Context) error {
+	if n.isReady.Load() && n.raft.State() == raft.Leader { // the hot path: no timer, no lock
+		return nil
+	}
 	for {
 		if n.raft.State() != raft.Leader {
 			return fmt.Errorf("node %s: %w", n.cfg.ID, transport.ErrNotLeader)

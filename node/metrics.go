@@ -18,7 +18,19 @@ type metrics struct {
 	sendErrors  prometheus.Counter
 	sendLatency prometheus.Histogram
 	batchSize   prometheus.Histogram
+	stages      [numStages]prometheus.Observer
 }
+
+// Stages of a Send on the leader, for the latency breakdown
+// (raftmq_produce_stage_seconds{stage}).
+const (
+	stageQueue    = iota // Send handed over → entry proposed (waiting for a slot and the batcher)
+	stageFSMApply        // the FSM's decode and store append of the entry
+	stageSend            // node.Send: validation, group commit, Raft commit, FSM apply
+	numStages
+)
+
+var stageNames = [numStages]string{"queue", "fsm_apply", "send"}
 
 func newMetrics(n *Node) *metrics {
 	m := &metrics{
@@ -36,7 +48,13 @@ func newMetrics(n *Node) *metrics {
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "raftmq_produce_batch_messages",
 			Help: "Messages per MessageBatch entry.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)}),
 	}
-	m.reg.MustRegister(m.sendMsgs, m.sendBytes, m.sendEntries, m.sendErrors, m.sendLatency, m.batchSize,
+	stages := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "raftmq_produce_stage_seconds",
+		Help:    "Latency breakdown of a Send on the leader by stage: queue (until proposed), fsm_apply (per entry), send (whole node.Send). raftmq_produce_commit_seconds is raft.Apply to response.",
+		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18)}, []string{"stage"})
+	for i, name := range stageNames {
+		m.stages[i] = stages.WithLabelValues(name)
+	}
+	m.reg.MustRegister(m.sendMsgs, m.sendBytes, m.sendEntries, m.sendErrors, m.sendLatency, m.batchSize, stages,
 		&nodeCollector{n: n}, collectors.NewGoCollector())
 	return m
 }
@@ -52,6 +70,8 @@ func (m *metrics) observeSend(msgs, bytes int, d time.Duration, err error) {
 	m.sendMsgs.Add(float64(msgs))
 	m.sendLatency.Observe(d.Seconds())
 }
+
+func (m *metrics) observeStage(stage int, d time.Duration) { m.stages[stage].Observe(d.Seconds()) }
 
 // nodeCollector reads store.Stats, raft.Stats and the FSM counters on scrape.
 type nodeCollector struct{ n *Node }

@@ -24,6 +24,77 @@ func toLogMessage(m *pb.Message) commitlog.Message {
 	}
 }
 
+// toLogMessages converts the validated messages of a Send request with a
+// constant number of allocations: the properties of all messages are encoded
+// into one buffer, and a born host repeated from the previous message is not
+// parsed again.
+func toLogMessages(in []*pb.Message) []commitlog.Message {
+	size := 0
+	for _, m := range in {
+		for _, p := range m.GetProperties() {
+			size += len(p.GetKey()) + len(p.GetValue()) + 2
+		}
+	}
+	props := make([]byte, 0, size)
+	out := make([]commitlog.Message, len(in))
+	var lastHost string
+	var host commitlog.HostPort
+	for i, m := range in {
+		if h := m.GetBornHost(); h != lastHost || i == 0 {
+			host, _ = ParseHostPort(h)
+			lastHost = h
+		}
+		start := len(props)
+		props = appendProperties(props, m.GetProperties())
+		var p []byte
+		if len(props) > start { // nil when there are none, as EncodeProperties
+			p = props[start:len(props):len(props)]
+		}
+		out[i] = commitlog.Message{
+			Topic:         m.GetTopic(),
+			QueueID:       m.GetQueueId(),
+			Flag:          m.GetFlag(),
+			BornTimestamp: m.GetBornTimestamp(),
+			BornHost:      host,
+			Body:          m.GetBody(),
+			Properties:    p,
+		}
+	}
+	return out
+}
+
+// appendProperties is EncodeProperties appending to dst.
+func appendProperties(dst []byte, props []*pb.Property) []byte {
+	for _, p := range props {
+		dst = append(dst, p.GetKey()...)
+		dst = append(dst, nameValueSep)
+		dst = append(dst, p.GetValue()...)
+		dst = append(dst, propertySep)
+	}
+	return dst
+}
+
+// fromPutResults converts the results of a Send, allocating them together.
+func fromPutResults(rs []store.PutResult) []*pb.SendResult {
+	vals := make([]pb.SendResult, len(rs))
+	out := make([]*pb.SendResult, len(rs))
+	for i, r := range rs {
+		fillSendResult(&vals[i], r)
+		out[i] = &vals[i]
+	}
+	return out
+}
+
+func fillSendResult(out *pb.SendResult, r store.PutResult) {
+	out.Topic, out.QueueId, out.QueueOffset, out.PhysicalOffset = r.Topic, r.QueueID, r.QueueOffset, r.PhysicalOffset
+	out.MsgId, out.OffsetMsgId, out.StoreTimestamp, out.Size = r.MsgID, r.OffsetMsgID, r.StoreTimestamp, r.Size
+	if r.Err != nil {
+		st, _ := statusOf(toStatus(r.Err))
+		out.ErrorCode = int32(st.Code())
+		out.Error = st.Message()
+	}
+}
+
 func fromPutResult(r store.PutResult) *pb.SendResult {
 	out := &pb.SendResult{
 		Topic:          r.Topic,

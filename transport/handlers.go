@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/raftmq/raftmq/commitlog"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/store"
 )
@@ -27,21 +26,14 @@ func (s *Server) Send(ctx context.Context, req *pb.SendRequest) (*pb.SendRespons
 		return nil, err
 	}
 	s.fillDefaults(ctx, req)
-	msgs := make([]commitlog.Message, len(req.GetMessages()))
-	for i, m := range req.GetMessages() {
-		msgs[i] = toLogMessage(m)
-	}
+	msgs := toLogMessages(req.GetMessages())
 	res, err := s.b.Send(ctx, msgs)
 	if err != nil {
 		return forward(s, ctx, err, func(ctx context.Context, c pb.RaftMQClient) (*pb.SendResponse, error) {
 			return c.Send(ctx, req)
 		})
 	}
-	out := &pb.SendResponse{Results: make([]*pb.SendResult, len(res))}
-	for i, r := range res {
-		out.Results[i] = fromPutResult(r)
-	}
-	return out, nil
+	return &pb.SendResponse{Results: fromPutResults(res)}, nil
 }
 
 // fillDefaults fixes what the receiving node decides (queue, born time and
