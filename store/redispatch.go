@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -352,22 +351,28 @@ func recordView(b []byte) (replayRecord, error) {
 func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
 
-// recordKeys finds TAGS, KEYS and UNIQ_KEY in one pass over the properties;
-// like commitlog.GetProperty, the first occurrence of a name wins.
+// recordKeys finds TAGS, KEYS and UNIQ_KEY in one pass over the properties
+// (name 0x01 value 0x02, repeated); like commitlog.GetProperty, the first
+// occurrence of a name wins and a pair without 0x01 is skipped. Properties
+// are short, so a byte loop beats a call to bytes.IndexByte per separator.
 func recordKeys(props []byte) (tags, keys, uniq []byte) {
 	var haveTags, haveKeys, haveUniq bool
 	for len(props) > 0 && !(haveTags && haveKeys && haveUniq) {
-		pair := props
-		if i := bytes.IndexByte(props, 0x02); i >= 0 {
-			pair, props = props[:i], props[i+1:]
-		} else {
-			props = nil
+		i := 0
+		for i < len(props) && props[i] != 0x01 && props[i] != 0x02 {
+			i++
 		}
-		j := bytes.IndexByte(pair, 0x01)
-		if j < 0 {
+		if i == len(props) || props[i] == 0x02 { // no name/value separator
+			props = props[min(i+1, len(props)):]
 			continue
 		}
-		name, value := pair[:j], pair[j+1:]
+		name := props[:i]
+		j := i + 1
+		for j < len(props) && props[j] != 0x02 {
+			j++
+		}
+		value := props[i+1 : j]
+		props = props[min(j+1, len(props)):]
 		switch {
 		case !haveKeys && string(name) == commitlog.PropertyKeys:
 			keys, haveKeys = value, true
