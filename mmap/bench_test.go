@@ -122,32 +122,3 @@ func BenchmarkFirstWrite(b *testing.B) {
 		})
 	}
 }
-
-// BenchmarkPreTouch: the cost of pre-faulting a fresh 64 MiB file (what the
-// allocator pays per segment with PreTouch), madvise(MADV_POPULATE_WRITE)
-// against one written byte per page. A fresh file is mapped, untimed, per op.
-func BenchmarkPreTouch(b *testing.B) {
-	for _, mode := range []string{"populate", "loop"} {
-		b.Run(mode, func(b *testing.B) {
-			dir := b.TempDir()
-			b.SetBytes(benchFileSize)
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				f, err := Open(vfs.OS(), filepath.Join(dir, FileName(int64(i)*benchFileSize)), benchFileSize, Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				if mode == "populate" {
-					preTouch(f.Bytes())
-				} else {
-					touchPages(f.Bytes())
-				}
-				b.StopTimer()
-				f.Close()
-				os.Remove(f.Name())
-				b.StartTimer()
-			}
-		})
-	}
-}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/raftmq/raftmq/vfs"
 	"golang.org/x/sys/unix"
@@ -38,28 +37,9 @@ func openMapped(f vfs.File, name string, size int64, touch bool) (File, error) {
 	return &mappedFile{name: name, f: f, data: data, size: size}, nil
 }
 
-// preTouch faults every page of a fresh (all-zero) file in for writing:
-// madvise(MADV_POPULATE_WRITE) (Linux 5.14+) does it in one call, about
-// twice as fast as a fault per page; older kernels get one zero byte
-// written per page.
+// preTouch writes a zero into every page so it is faulted in now. Only for
+// fresh (all-zero) files.
 func preTouch(data []byte) {
-	if len(data) > 0 && populateWrite.Load() {
-		if err := unix.Madvise(data, unix.MADV_POPULATE_WRITE); err == nil {
-			return
-		} else if errors.Is(err, unix.EINVAL) {
-			populateWrite.Store(false) // the kernel does not know the advice
-		}
-	}
-	touchPages(data)
-}
-
-// populateWrite: MADV_POPULATE_WRITE has not been refused yet.
-var populateWrite atomic.Bool
-
-func init() { populateWrite.Store(true) }
-
-// touchPages writes a zero into every page.
-func touchPages(data []byte) {
 	for i := 0; i < len(data); i += TouchPage {
 		data[i] = 0
 	}
