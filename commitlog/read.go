@@ -93,23 +93,3 @@ func peekMagic(b []byte) uint32 {
 func readCorruption(seg mmap.Segment, off int64, reason string, err error) error {
 	return &CorruptionError{File: seg.File.Name(), Offset: off, Reason: reason, Err: err}
 }
-
-// Prefetch touches one byte per 64-byte cache line of [phy, phy+size)
-// (clamped to the written bytes of its segment) so that a sequential reader
-// that goes on to decode it finds it in cache: the loads of the next records
-// overlap with the work on the current one. It never fails; the result (a
-// sum of the bytes touched) only keeps the loads from being optimised away.
-//
-//go:noinline
-func (l *Log) Prefetch(phy int64, size int32) byte {
-	b, _, err := l.view(phy)
-	if err != nil {
-		return 0
-	}
-	b = b[:min(int(max(size, 0)), len(b))]
-	var x byte
-	for i := 0; i < len(b); i += 64 {
-		x += b[i]
-	}
-	return x
-}

@@ -21,8 +21,31 @@ const (
 
 // GetMessages reads up to maxNum messages (and about maxBytes) of one queue
 // from offset, keeping those whose TAGS match tag ("" or "*" for all,
-// "a||b" for either). The status and offsets follow RocketMQ.
+// "a||b" for either). The status and offsets follow RocketMQ. Every record
+// is checked before it is served (FORMAT.md §2.3) and copied out of the
+// mapping (one allocation per call holds all bodies and properties).
 func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxNum, maxBytes int, tag string) (GetResult, error) {
+	return s.getMessages(topic, queueID, offset, maxNum, maxBytes, tag, nil)
+}
+
+// ReadMessages is GetMessages without copies: fn is called, in queue order,
+// with each message GetMessages would return, as a record decoded in place
+// (checked like GetMessages'). The record and every slice in it alias the
+// commitlog mapping and are valid only until fn returns: retention may
+// unmap the segment afterwards, so copy what you keep. fn runs with the
+// store's segment read lock held, so it must not call the store (a waiting
+// retention or Close would deadlock with it) and should be quick. An error
+// from fn ends the read and is returned as is.
+// The result carries status and offsets as GetMessages', Messages is nil,
+// and NextOffset follows the last message handed to fn.
+func (s *Store) ReadMessages(topic string, queueID int32, offset int64, maxNum, maxBytes int, tag string, fn func(*commitlog.Record) error) (GetResult, error) {
+	if fn == nil {
+		return GetResult{}, errors.New("store: ReadMessages without a callback")
+	}
+	return s.getMessages(topic, queueID, offset, maxNum, maxBytes, tag, fn)
+}
+
+func (s *Store) getMessages(topic string, queueID int32, offset int64, maxNum, maxBytes int, tag string, fn func(*commitlog.Record) error) (GetResult, error) {
 	if s.closed.Load() {
 		return GetResult{}, ErrClosed
 	}
@@ -51,7 +74,7 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxNum, m
 		res.Status, res.NextOffset = OffsetOverflowBadly, res.MaxOffset
 		return res, nil
 	}
-	return s.readQueue(q, res, offset, maxNum, maxBytes, newTagFilter(tag))
+	return s.readQueue(q, res, offset, maxNum, maxBytes, newTagFilter(tag), fn)
 }
 
 // queueForRead finds the consume queue; ok=false means res is the answer.
@@ -69,14 +92,12 @@ func (s *Store) queueForRead(topic string, queueID int32) (*consumequeue.Queue, 
 	return q, GetResult{}, true
 }
 
-// prefetchAhead is how many records ahead readQueue touches the commitlog,
-// so the records' cache misses overlap with the checks on earlier ones.
-const prefetchAhead = 2
-
 // unitBufs recycles the consume-queue unit windows of readQueue.
 var unitBufs = sync.Pool{New: func() any { return new([]consumequeue.Unit) }}
 
-func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, maxNum, maxBytes int, filter tagFilter) (GetResult, error) {
+// readQueue serves units from offset: to fn if set, else copied into
+// res.Messages.
+func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, maxNum, maxBytes int, filter tagFilter, fn func(*commitlog.Record) error) (GetResult, error) {
 	window := min(maxNum*4, maxPullMessages)
 	ubuf := unitBufs.Get().(*[]consumequeue.Unit)
 	defer unitBufs.Put(ubuf)
@@ -87,29 +108,26 @@ func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, ma
 	}
 	// One allocation holds every body and properties block of the answer:
 	// at most the units' record sizes, up to maxNum units or maxBytes.
-	var arenaSize int
-	for i, u := range units {
-		if i >= maxNum || (i > 0 && arenaSize+int(u.Size) > maxBytes) {
-			break
+	var arena []byte
+	if fn == nil {
+		var arenaSize int
+		for i, u := range units {
+			if i >= maxNum || (i > 0 && arenaSize+int(u.Size) > maxBytes) {
+				break
+			}
+			arenaSize += int(u.Size)
 		}
-		arenaSize += int(u.Size)
+		arena = make([]byte, 0, arenaSize)
+		res.Messages = make([]Message, 0, min(len(units), maxNum))
 	}
-	arena := make([]byte, 0, arenaSize)
-	res.Messages = make([]Message, 0, min(len(units), maxNum))
 	topic, queueID := q.Topic(), q.QueueID()
 	s.segMu.RLock()
 	defer s.segMu.RUnlock()
 	confirm := s.ConfirmOffset()
-	next, bytes := offset, 0
-	for i := range min(prefetchAhead, len(units)) {
-		s.log.Prefetch(units[i].PhyOffset, units[i].Size)
-	}
+	next, bytes, found := offset, 0, 0
 	for i, u := range units {
-		if len(res.Messages) >= maxNum || (len(res.Messages) > 0 && bytes+int(u.Size) > maxBytes) {
+		if found >= maxNum || (found > 0 && bytes+int(u.Size) > maxBytes) {
 			break
-		}
-		if j := i + prefetchAhead; j < len(units) {
-			s.log.Prefetch(units[j].PhyOffset, units[j].Size)
 		}
 		next++
 		if !filter.matchCode(u.TagsCode) {
@@ -130,13 +148,20 @@ func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, ma
 			continue
 		}
 		bytes += int(u.Size)
+		found++
+		if fn != nil {
+			if err := fn(&r); err != nil {
+				return res, err
+			}
+			continue
+		}
 		var m Message
 		arena = copyRecord(&m, &r, topic, arena)
 		res.Messages = append(res.Messages, m)
 	}
 	res.NextOffset = next
 	res.Status = Found
-	if len(res.Messages) == 0 {
+	if found == 0 {
 		res.Status = NoMatchedMessage
 	}
 	return res, nil

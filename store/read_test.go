@@ -2,10 +2,13 @@ package store
 
 import (
 	"errors"
+	"math/rand"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/vfs"
 )
 
 // TestReadRefusesDamagedRecordFields flips one bit in each field of a record
@@ -60,5 +63,59 @@ func TestReadRefusesDamagedRecordFields(t *testing.T) {
 		if err != nil || r.Status != Found || len(r.Messages) != 1 {
 			t.Errorf("%s flipped: %v %v, want it served (FORMAT.md lists it as unchecked)", field, r.Status, err)
 		}
+	}
+}
+
+// TestReadMessagesMatchesGetMessages: the zero-copy read hands fn exactly
+// the messages GetMessages copies out (same order, fields, bodies and
+// properties, with and without a tag filter, across queue offsets) and
+// reports the same status and offsets; an error from fn ends the read.
+func TestReadMessagesMatchesGetMessages(t *testing.T) {
+	s := mustOpen(t, vfs.NewMem(), smallConfig("/data/store"))
+	defer s.Close()
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	for i := uint64(1); i <= 30; i++ {
+		msgs := make([]commitlog.Message, 1+rng.Intn(5))
+		for j := range msgs {
+			msgs[j] = testMessage("view", int32(rng.Intn(2)), int(i)*10+j, rng)
+		}
+		if _, err := s.AppendMessages(header(i), msgs, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tag := range []string{"", "red", "blue||red", "none"} {
+		for q := int32(0); q < 2; q++ {
+			for off := int64(0); ; {
+				want, err := s.GetMessages("view", q, off, 7, 0, tag)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []Message
+				res, err := s.ReadMessages("view", q, off, 7, 0, tag, func(r *commitlog.Record) error {
+					var m Message
+					copyRecord(&m, r, string(r.Topic), nil)
+					got = append(got, m)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status != want.Status || res.NextOffset != want.NextOffset || res.MinOffset != want.MinOffset || res.MaxOffset != want.MaxOffset || res.Messages != nil {
+					t.Fatalf("tag %q queue %d offset %d: result %+v, want %+v", tag, q, off, res, want)
+				}
+				if !reflect.DeepEqual(got, want.Messages) && (len(got) != 0 || len(want.Messages) != 0) {
+					t.Fatalf("tag %q queue %d offset %d: views differ from the copies", tag, q, off)
+				}
+				if want.Status != Found && want.Status != NoMatchedMessage {
+					break
+				}
+				off = want.NextOffset
+			}
+		}
+	}
+	stop := errors.New("stop")
+	calls := 0
+	if _, err := s.ReadMessages("view", 0, 0, 100, 0, "", func(*commitlog.Record) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("fn error: got %v after %d calls, want stop after 1", err, calls)
 	}
 }
