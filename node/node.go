@@ -34,7 +34,7 @@ type Node struct {
 	fsm   *fsm.FSM
 	raft  *raft.Raft
 	bolt  RaftStore // raft-boltdb by default (Raft.LogStore)
-	trans *raft.NetworkTransport
+	trans *RaftTransport
 	snaps *snapstore.Store
 
 	batcher *batcher
@@ -140,9 +140,7 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("node: snapshot store: %w", err)
 	}
 	n.seedMembers()
-	n.trans, err = raft.NewTCPTransportWithConfig(n.cfg.RaftAddr, nil, &raft.NetworkTransportConfig{
-		MaxPool: n.cfg.Raft.MaxPool, Timeout: n.cfg.Raft.TransportTimeout, Logger: n.log.Named("raft-net"),
-	})
+	n.trans, err = NewRaftTransport(n.cfg, n.log.Named("raft-net"))
 	if err != nil {
 		return fmt.Errorf("node: raft transport on %s: %w", n.cfg.RaftAddr, err)
 	}
@@ -300,7 +298,13 @@ func (n *Node) transferOnShutdown() {
 func (n *Node) closeResources() error {
 	var errs []error
 	if n.raft != nil {
-		errs = append(errs, n.raft.Shutdown().Error())
+		shutdown := n.raft.Shutdown()
+		// Close the transport before waiting: an RPC stalled on an
+		// unreachable peer would otherwise hold Shutdown until it times out.
+		if n.trans != nil {
+			errs = append(errs, n.trans.Close())
+		}
+		errs = append(errs, shutdown.Error())
 	}
 	if n.apiLis != nil && n.api == nil {
 		_ = n.apiLis.Close()
@@ -309,7 +313,7 @@ func (n *Node) closeResources() error {
 		_ = n.httpLis.Close()
 	}
 	n.wg.Wait()
-	if n.trans != nil {
+	if n.trans != nil && n.raft == nil {
 		errs = append(errs, n.trans.Close())
 	}
 	if n.bolt != nil {

@@ -81,7 +81,7 @@ type ceiling struct {
 	cfg   node.Config
 	raft  *raft.Raft
 	store node.RaftStore
-	trans *raft.NetworkTransport
+	trans *node.RaftTransport
 	http  *http.Server
 	lis   net.Listener
 	done  chan struct{}
@@ -98,8 +98,7 @@ func start(cfg node.Config, log hclog.Logger) (*ceiling, error) {
 	if err != nil {
 		return nil, errors.Join(err, st.Close())
 	}
-	c.trans, err = raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, &raft.NetworkTransportConfig{
-		MaxPool: cfg.Raft.MaxPool, Timeout: cfg.Raft.TransportTimeout, Logger: log.Named("raft-net")})
+	c.trans, err = node.NewRaftTransport(cfg, log.Named("raft-net"))
 	if err != nil {
 		return nil, errors.Join(err, st.Close())
 	}
