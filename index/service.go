@@ -149,6 +149,36 @@ func (s *Service) PutMessageKeys(topic, keys, uniq []byte, phyOffset, storeTimes
 	if len(topic) == 0 {
 		return fmt.Errorf("%w: empty topic", ErrArgument)
 	}
+	var buf [8]int32
+	return s.PutMessageHashes(MessageKeyHashes(buf[:0], topic, keys, uniq), phyOffset, storeTimestamp)
+}
+
+// MessageKeyHashes appends to dst the stored hashes (KeyHash) of the index
+// keys of a message, in the order PutMessageKeys puts them: UNIQ_KEY first
+// if not empty, then each non-empty space-separated key of KEYS, each as
+// "topic#key". Recovery computes them ahead of the index writer.
+func MessageKeyHashes(dst []int32, topic, keys, uniq []byte) []int32 {
+	prefix := javaHashBytes(javaHashBytes(0, topic), keySeparator)
+	if len(uniq) > 0 {
+		dst = append(dst, absHash(javaHashBytes(prefix, uniq)))
+	}
+	for len(keys) > 0 {
+		i := bytes.IndexByte(keys, ' ')
+		if i < 0 {
+			i = len(keys)
+		}
+		if i > 0 {
+			dst = append(dst, absHash(javaHashBytes(prefix, keys[:i])))
+		}
+		keys = keys[min(i+1, len(keys)):]
+	}
+	return dst
+}
+
+// PutMessageHashes indexes one message by the key hashes MessageKeyHashes
+// computed, with PutMessage's rule: a message at or below the newest
+// file's endPhyOffset was indexed already and is skipped.
+func (s *Service) PutMessageHashes(hashes []int32, phyOffset, storeTimestamp int64) error {
 	if phyOffset < 0 {
 		return fmt.Errorf("%w: negative offset %d", ErrArgument, phyOffset)
 	}
@@ -160,23 +190,10 @@ func (s *Service) PutMessageKeys(topic, keys, uniq []byte, phyOffset, storeTimes
 	if f := s.newest(); f != nil && f.hasEntries() && phyOffset <= f.hdr.EndPhyOffset {
 		return nil
 	}
-	prefix := javaHashBytes(javaHashBytes(0, topic), keySeparator)
-	if len(uniq) > 0 {
-		if err := s.putHash(absHash(javaHashBytes(prefix, uniq)), phyOffset, storeTimestamp); err != nil {
+	for _, h := range hashes {
+		if err := s.putHash(h, phyOffset, storeTimestamp); err != nil {
 			return err
 		}
-	}
-	for len(keys) > 0 {
-		i := bytes.IndexByte(keys, ' ')
-		if i < 0 {
-			i = len(keys)
-		}
-		if i > 0 {
-			if err := s.putHash(absHash(javaHashBytes(prefix, keys[:i])), phyOffset, storeTimestamp); err != nil {
-				return err
-			}
-		}
-		keys = keys[min(i+1, len(keys)):]
 	}
 	return nil
 }

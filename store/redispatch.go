@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/consumequeue"
+	"github.com/raftmq/raftmq/index"
 	"github.com/raftmq/raftmq/recovery"
 )
 
@@ -75,20 +76,22 @@ var errPipelineStopped = errors.New("store: replay stopped")
 // runPipeline runs scan (which verifies entries and calls send with each, in
 // log order) in its own goroutine and replays the entries here, so that
 // verification (CRC32C over every byte) and dispatch (consume queues, index,
-// meta) run on two cores. The entries alias the commitlog mapping, which
-// stays mapped: nothing unmaps segments during recovery. The goroutine is
-// always finished when runPipeline returns: a replay error stops the
-// producer through send; a producer error ends the stream.
+// meta) run on two cores. The scanning goroutine also prepares each record
+// (fields, TAGS code, index key hashes: prepareRecords) so that the replay
+// side only writes. The entries alias the commitlog mapping, which stays
+// mapped: nothing unmaps segments during recovery. The goroutine is always
+// finished when runPipeline returns: a replay error stops the producer
+// through send; a producer error ends the stream.
 func (s *Store) runPipeline(scan func(send func(*commitlog.Entry) error) error, only replayScope) error {
-	full := make(chan []commitlog.Entry, pipelineDepth)
-	free := make(chan []commitlog.Entry, pipelineDepth+2)
+	full := make(chan *replayBatch, pipelineDepth)
+	free := make(chan *replayBatch, pipelineDepth+2)
 	stop := make(chan struct{})
 	var scanErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer close(full)
-		var batch []commitlog.Entry
+		batch := newReplayBatch()
 		var size int64
 		hand := func() error {
 			select {
@@ -99,37 +102,40 @@ func (s *Store) runPipeline(scan func(send func(*commitlog.Entry) error) error, 
 			select {
 			case batch = <-free:
 			default:
-				batch = make([]commitlog.Entry, 0, pipelineBatchEntries)
+				batch = newReplayBatch()
 			}
 			size = 0
 			return nil
 		}
 		scanErr = scan(func(e *commitlog.Entry) error {
-			batch = append(batch, *e)
+			if err := batch.add(e); err != nil {
+				return err
+			}
 			size += e.End - e.Start
-			if len(batch) >= pipelineBatchEntries || size >= pipelineBatchBytes {
+			if len(batch.entries) >= pipelineBatchEntries || size >= pipelineBatchBytes {
 				return hand()
 			}
 			return nil
 		})
-		if scanErr == nil && len(batch) > 0 {
+		if scanErr == nil && len(batch.entries) > 0 {
 			scanErr = hand()
 		}
 	}()
 	r := newReplayer(s, only)
 	var err error
 	for batch := range full {
-		for i := 0; i < len(batch) && err == nil; i++ {
-			err = r.entry(&batch[i])
-			s.recoveryReplayed++
+		if err == nil {
+			var n int
+			n, err = r.batch(batch)
+			s.recoveryReplayed += n
 		}
 		if err != nil && stop != nil {
 			close(stop)
 			stop = nil
 		}
-		clear(batch)
+		batch.reset()
 		select {
-		case free <- batch[:0]:
+		case free <- batch:
 		default:
 		}
 	}
@@ -141,6 +147,69 @@ func (s *Store) runPipeline(scan func(send func(*commitlog.Entry) error) error, 
 		err = scanErr
 	}
 	return err
+}
+
+// replayBatch is what the scanning goroutine hands to the replay: verified
+// entries and their records, prepared.
+type replayBatch struct {
+	entries []commitlog.Entry
+	recEnd  []int // per entry: end of its records in recs
+	recs    []preparedRecord
+	hashes  []int32 // index key hashes of all records
+}
+
+// preparedRecord is a message record reduced to what dispatch writes.
+type preparedRecord struct {
+	off              int64
+	size             int32
+	queueID          int32
+	queueOffset      int64
+	topic            []byte // aliases the mapping
+	tagsCode         int64
+	hashFrom, hashTo int
+}
+
+func newReplayBatch() *replayBatch {
+	return &replayBatch{entries: make([]commitlog.Entry, 0, pipelineBatchEntries)}
+}
+
+func (b *replayBatch) reset() {
+	clear(b.entries)
+	b.entries, b.recEnd, b.recs, b.hashes = b.entries[:0], b.recEnd[:0], b.recs[:0], b.hashes[:0]
+}
+
+// add appends a verified entry and prepares its records.
+func (b *replayBatch) add(e *commitlog.Entry) error {
+	b.entries = append(b.entries, *e)
+	if e.Header.Kind == commitlog.KindMessages {
+		if err := b.prepareRecords(e); err != nil {
+			return err
+		}
+	}
+	b.recEnd = append(b.recEnd, len(b.recs))
+	return nil
+}
+
+// prepareRecords reads each record of a verified entry: queue, offsets,
+// TAGS code and the hashes of its index keys.
+func (b *replayBatch) prepareRecords(e *commitlog.Entry) error {
+	off := e.End - int64(len(e.Records))
+	for rb := e.Records; len(rb) > 0; {
+		rec, err := recordView(rb)
+		if err != nil {
+			return fmt.Errorf("store: replay record at %d: %w", off, err)
+		}
+		tags, keys, uniq := recordKeys(rec.props)
+		from := len(b.hashes)
+		b.hashes = index.MessageKeyHashes(b.hashes, rec.topic, keys, uniq)
+		b.recs = append(b.recs, preparedRecord{
+			off: off, size: rec.size, queueID: rec.queueID, queueOffset: rec.queueOffset, topic: rec.topic,
+			tagsCode: commitlog.TagsCodeBytes(tags), hashFrom: from, hashTo: len(b.hashes),
+		})
+		rb = rb[rec.size:]
+		off += int64(rec.size)
+	}
+	return nil
 }
 
 // replayer applies verified entries to meta, consume queues and index. It
@@ -175,17 +244,28 @@ func newReplayer(s *Store, only replayScope) *replayer {
 	return &replayer{s: s, only: only, topics: map[string]*replayTopic{}}
 }
 
-func (r *replayer) entry(e *commitlog.Entry) error {
-	switch e.Header.Kind {
-	case commitlog.KindCommand:
-		if r.only.dispatchOnly {
-			return nil
+// batch replays a prepared batch and returns how many entries it replayed.
+func (r *replayer) batch(b *replayBatch) (int, error) {
+	ri := 0
+	for k := range b.entries {
+		e := &b.entries[k]
+		switch e.Header.Kind {
+		case commitlog.KindCommand:
+			if !r.only.dispatchOnly {
+				if err := r.command(e); err != nil {
+					return k, err
+				}
+			}
+		case commitlog.KindMessages:
+			for ; ri < b.recEnd[k]; ri++ {
+				rec := &b.recs[ri]
+				if err := r.record(rec, e.Header.StoreTimestamp, b.hashes[rec.hashFrom:rec.hashTo]); err != nil {
+					return k, err
+				}
+			}
 		}
-		return r.command(e)
-	case commitlog.KindMessages:
-		return r.records(e)
 	}
-	return nil
+	return len(b.entries), nil
 }
 
 func (r *replayer) command(e *commitlog.Entry) error {
@@ -202,25 +282,7 @@ func (r *replayer) command(e *commitlog.Entry) error {
 	return nil
 }
 
-// records replays the message records of a verified entry.
-func (r *replayer) records(e *commitlog.Entry) error {
-	off := e.End - int64(len(e.Records))
-	ts := e.Header.StoreTimestamp
-	for b := e.Records; len(b) > 0; {
-		rec, err := recordView(b)
-		if err != nil {
-			return fmt.Errorf("store: replay record at %d: %w", off, err)
-		}
-		if err := r.record(off, &rec, ts); err != nil {
-			return err
-		}
-		b = b[rec.size:]
-		off += int64(rec.size)
-	}
-	return nil
-}
-
-func (r *replayer) record(off int64, rec *replayRecord, storeTs int64) error {
+func (r *replayer) record(rec *preparedRecord, storeTs int64, hashes []int32) error {
 	t := r.topic(rec.topic)
 	if t.skip {
 		return nil
@@ -236,15 +298,14 @@ func (r *replayer) record(off int64, rec *replayRecord, storeTs int64) error {
 			r.dirty = append(r.dirty, q)
 		}
 	}
-	tags, keys, uniq := recordKeys(rec.props)
-	unit := consumequeue.Unit{PhyOffset: off, Size: rec.size, TagsCode: commitlog.TagsCodeBytes(tags)}
+	unit := consumequeue.Unit{PhyOffset: rec.off, Size: rec.size, TagsCode: rec.tagsCode}
 	if err := q.cq.Put(rec.queueOffset, unit); err != nil {
 		return fmt.Errorf("store: consume queue %s/%d offset %d: %w", q.key.topic, q.key.queue, rec.queueOffset, err)
 	}
-	if len(keys) == 0 && len(uniq) == 0 {
+	if len(hashes) == 0 {
 		return nil
 	}
-	return r.s.idx.PutMessageKeys(rec.topic, keys, uniq, off, storeTs)
+	return r.s.idx.PutMessageHashes(hashes, rec.off, storeTs)
 }
 
 // topic returns the cache entry of a topic, creating the topic in meta the
