@@ -125,6 +125,9 @@ func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, ma
 	defer s.segMu.RUnlock()
 	confirm := s.ConfirmOffset()
 	next, bytes, found := offset, 0, 0
+	// One record variable for the whole call: fn(&r) makes it escape, and
+	// a variable per iteration would be an allocation per message.
+	var r commitlog.Record
 	for i, u := range units {
 		if found >= maxNum || (found > 0 && bytes+int(u.Size) > maxBytes) {
 			break
@@ -137,7 +140,7 @@ func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, ma
 			return res, fmt.Errorf("%w: %d is beyond the applied log", ErrBadOffset, u.PhyOffset)
 		}
 		ref := commitlog.RecordRef{Offset: u.PhyOffset, Size: u.Size, Topic: topic, QueueID: queueID, QueueOffset: offset + int64(i)}
-		r, err := s.log.ReadRecordRef(ref)
+		r, err = s.log.ReadRecordRef(ref)
 		if errors.Is(err, commitlog.ErrOutOfRange) {
 			continue // removed by retention meanwhile
 		}
