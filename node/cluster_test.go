@@ -226,6 +226,18 @@ func TestClusterReplicatesAndReplaysTail(t *testing.T) {
 	}
 	wg.Wait()
 	c.assertIdentical()
+	// Bootstrapped followers announce their API addresses themselves.
+	waitFor(t, "every member's API address on every node", 15*time.Second, func() bool {
+		for _, n := range c.nodes {
+			members := n.fsm.Members()
+			for _, m := range c.nodes {
+				if members[m.cfg.ID] != m.APIAddr() {
+					return false
+				}
+			}
+		}
+		return true
+	})
 
 	// Restart a follower: it recovers its files and replays only the tail.
 	l := c.leader()

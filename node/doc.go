@@ -44,8 +44,10 @@
 // leader announces its own after every election, and Join announces the
 // joiner's. The map is carried in snapshot headers and seeded at start from
 // the newest local snapshot, and skipped (replayed) entries still update it,
-// so a restarted follower knows where to forward. A bootstrapped follower's
-// own address is known to others only once it leads (Members shows "").
+// so a restarted follower knows where to forward. A member that did not
+// join through Join (bootstrapped, or restarted with a new API address)
+// announces itself: it sends Join for its own id and Raft address through
+// its API server, which forwards it to the leader (announceLoop).
 //
 // # Observability
 //

@@ -181,7 +181,7 @@ func (n *Node) joinLoop() {
 		if srv, ok, _ := n.server(raft.ServerID(n.cfg.ID)); ok && srv.Suffrage == raft.Voter {
 			return
 		}
-		err := n.joinOnce()
+		err := n.joinVia(n.cfg.Join)
 		if err == nil {
 			n.log.Info("joined cluster", "via", n.cfg.Join)
 			return
@@ -195,7 +195,9 @@ func (n *Node) joinLoop() {
 	}
 }
 
-func (n *Node) joinOnce() error {
+// joinVia asks the member serving the client API at target to join this
+// node (an existing member at the same Raft address is only re-announced).
+func (n *Node) joinVia(target string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CatchUpTimeout+n.cfg.ApplyTimeout)
 	defer cancel()
 	go func() { // cancel the call when the node stops
@@ -205,7 +207,7 @@ func (n *Node) joinOnce() error {
 		case <-ctx.Done():
 		}
 	}()
-	conn, err := grpc.NewClient(n.cfg.Join, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}

@@ -224,6 +224,8 @@ func (n *Node) startServers() error {
 	n.goroutine(n.batcher.run)
 	if n.cfg.Join != "" {
 		n.goroutine(n.joinLoop)
+	} else {
+		n.goroutine(n.announceLoop)
 	}
 	n.log.Info("serving", "raft", n.trans.LocalAddr(), "api", n.apiLis.Addr(), "http", n.httpLis.Addr())
 	return nil
