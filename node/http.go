@@ -45,7 +45,9 @@ func (n *Node) handleHealthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok\n"))
 }
 
-type statusJSON struct {
+// StatusJSON is the body of GET /status (INTERFACES.md); test harnesses
+// decode it with this type.
+type StatusJSON struct {
 	ID             string       `json:"id"`
 	State          string       `json:"state"`
 	Ready          bool         `json:"ready"`
@@ -58,23 +60,24 @@ type statusJSON struct {
 	ConfirmOffset  int64        `json:"confirmOffset"`
 	MinOffset      int64        `json:"minOffset"`
 	MaxOffset      int64        `json:"maxOffset"`
-	Members        []memberJSON `json:"members"`
+	Members        []MemberJSON `json:"members"`
 }
 
-type memberJSON struct {
+// MemberJSON is one entry of StatusJSON.Members.
+type MemberJSON struct {
 	ID       string `json:"id"`
 	RaftAddr string `json:"raftAddr"`
 	APIAddr  string `json:"apiAddr"`
 	Suffrage string `json:"suffrage"`
 }
 
-func toStatusJSON(s transport.ClusterStatus, ready bool) statusJSON {
-	out := statusJSON{ID: s.ID, State: s.State, Ready: ready, LeaderID: s.LeaderID,
+func toStatusJSON(s transport.ClusterStatus, ready bool) StatusJSON {
+	out := StatusJSON{ID: s.ID, State: s.State, Ready: ready, LeaderID: s.LeaderID,
 		LeaderRaftAddr: s.LeaderRaftAddr, LeaderAPIAddr: s.LeaderAPIAddr, Term: s.Term,
 		CommitIndex: s.CommitIndex, AppliedIndex: s.AppliedIndex, ConfirmOffset: s.ConfirmOffset,
-		MinOffset: s.MinOffset, MaxOffset: s.MaxOffset, Members: []memberJSON{}}
+		MinOffset: s.MinOffset, MaxOffset: s.MaxOffset, Members: []MemberJSON{}}
 	for _, m := range s.Members {
-		out.Members = append(out.Members, memberJSON(m))
+		out.Members = append(out.Members, MemberJSON(m))
 	}
 	return out
 }

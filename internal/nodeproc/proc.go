@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/raftmq/raftmq/node"
 )
 
 // Errors of Proc operations.
@@ -293,29 +295,10 @@ func (p *Proc) Restart() error {
 }
 
 // Member is one entry of Status.Members.
-type Member struct {
-	ID       string `json:"id"`
-	RaftAddr string `json:"raftAddr"`
-	APIAddr  string `json:"apiAddr"`
-	Suffrage string `json:"suffrage"`
-}
+type Member = node.MemberJSON
 
-// Status mirrors the node's /status JSON.
-type Status struct {
-	ID             string   `json:"id"`
-	State          string   `json:"state"`
-	Ready          bool     `json:"ready"`
-	LeaderID       string   `json:"leaderId"`
-	LeaderRaftAddr string   `json:"leaderRaftAddr"`
-	LeaderAPIAddr  string   `json:"leaderApiAddr"`
-	Term           uint64   `json:"term"`
-	CommitIndex    uint64   `json:"commitIndex"`
-	AppliedIndex   uint64   `json:"appliedIndex"`
-	ConfirmOffset  int64    `json:"confirmOffset"`
-	MinOffset      int64    `json:"minOffset"`
-	MaxOffset      int64    `json:"maxOffset"`
-	Members        []Member `json:"members"`
-}
+// Status is the node's /status JSON.
+type Status = node.StatusJSON
 
 // Status fetches GET http://HTTPAddr/status.
 func (p *Proc) Status(ctx context.Context) (Status, error) {
