@@ -199,14 +199,16 @@ func (n *Node) joinLoop() {
 // node (an existing member at the same Raft address is only re-announced).
 func (n *Node) joinVia(target string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CatchUpTimeout+n.cfg.ApplyTimeout)
-	defer cancel()
+	watched := make(chan struct{})
 	go func() { // cancel the call when the node stops
+		defer close(watched)
 		select {
 		case <-n.stop:
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
+	defer func() { cancel(); <-watched }() // the watcher ends before we return
 	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
