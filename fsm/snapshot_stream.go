@@ -7,6 +7,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"io/fs"
 
 	"github.com/raftmq/raftmq/store"
 )
@@ -152,7 +153,7 @@ func (r *streamReader) closeSegment() error {
 func (r *streamReader) Close() error {
 	err := r.closeSegment()
 	if r.err == nil {
-		r.err = errors.New("fsm: snapshot reader closed")
+		r.err = fmt.Errorf("fsm: snapshot reader: %w", fs.ErrClosed)
 	}
 	return err
 }

@@ -3,8 +3,10 @@ package fsm
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -86,5 +88,26 @@ func fixtureFiles(h SnapshotHeader, data map[int64][]byte) []store.SegmentFile {
 func memSegments(data map[int64][]byte) SegmentSource {
 	return func(f store.SegmentFile) (io.ReaderAt, func() error, error) {
 		return bytes.NewReader(data[f.Start]), func() error { return nil }, nil
+	}
+}
+
+// Reading after Close fails with an error that says so (fs.ErrClosed), in
+// the middle of the stream as well as before the first byte.
+func TestSnapshotReaderReadAfterClose(t *testing.T) {
+	_, h, data := streamFixture(t)
+	for _, prefix := range []int{0, 10} {
+		r, err := NewSnapshotReader(h, fixtureFiles(h, data), memSegments(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(r, make([]byte, prefix)); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := r.Read(make([]byte, 16)); n != 0 || !errors.Is(err, fs.ErrClosed) {
+			t.Fatalf("after %d bytes and Close: Read = %d, %v", prefix, n, err)
+		}
 	}
 }
