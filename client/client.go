@@ -35,7 +35,8 @@ func (o *Options) defaults() {
 	if len(o.DialOptions) == 0 {
 		o.DialOptions = []grpc.DialOption{
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20),
+				grpc.ForceCodecV2(newPullCodec())),
 		}
 	}
 	if o.MaxAttempts <= 0 {

@@ -111,7 +111,9 @@ func (s *Server) Pull(ctx context.Context, req *pb.PullRequest) (*pb.PullRespons
 	switch {
 	case len(res.Messages) == 0:
 	case req.GetRecords():
-		out.Records = AppendRecords(make([]byte, 0, RecordsSize(res.Messages)), res.Messages)
+		// The buffer returns to recordBufs once pullCodec has handed it to
+		// gRPC and the answer is written.
+		out.Records = AppendRecords((*recordBufs.Get(RecordsSize(res.Messages)))[:0], res.Messages)
 	default:
 		out.Messages = fromStoreMessages(res.Messages)
 	}

@@ -75,7 +75,8 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 		fwd:    newForwarder(opts.ForwardDialOptions),
 		stop:   make(chan struct{}),
 	}
-	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize), grpc.MaxSendMsgSize(opts.MaxRecvMsgSize))
+	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize), grpc.MaxSendMsgSize(opts.MaxRecvMsgSize),
+		grpc.ForceServerCodecV2(newPullCodec()))
 	pb.RegisterRaftMQServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)

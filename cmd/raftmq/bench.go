@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +26,7 @@ type benchFlags struct {
 	rate     float64
 	batch    int
 	inflight int
+	cpuprof  string // write this process's CPU profile here
 }
 
 func runBench(e *env, g *globals, args []string) error {
@@ -40,6 +43,7 @@ func runBench(e *env, g *globals, args []string) error {
 	fs.Float64Var(&f.rate, "rate", 0, "open loop: messages per second in total (0: closed loop)")
 	fs.IntVar(&f.batch, "batch", 1, "messages per send")
 	fs.IntVar(&f.inflight, "inflight", 1, "pipelined (async) sends outstanding per producer")
+	fs.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of this CLI process to FILE (is the load generator the bottleneck?)")
 	pos, err := parse(e, g, fs, args[1:])
 	if err != nil {
 		return err
@@ -52,7 +56,27 @@ func runBench(e *env, g *globals, args []string) error {
 		return err
 	}
 	defer c.Close()
+	if f.cpuprof != "" {
+		stop, err := startCPUProfile(f.cpuprof)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	return bench(e, c, f)
+}
+
+// startCPUProfile profiles this process into file until stop is called.
+func startCPUProfile(file string) (stop func(), err error) {
+	out, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		_ = out.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); _ = out.Close() }, nil
 }
 
 func (f *benchFlags) check(pos []string) error {
