@@ -163,24 +163,13 @@ func WriteCheckpoint(fsys vfs.FS, dir string, c *Checkpoint) error {
 	return writeFileAtomic(fsys, dir, CheckpointName, c.Encode())
 }
 
+// readFile reads a checkpoint-sized file; a larger one is corrupt.
 func readFile(fsys vfs.FS, name string) ([]byte, error) {
-	f, err := fsys.Open(name)
-	if err != nil {
-		return nil, err
+	b, err := vfs.ReadFile(fsys, name, maxCheckpointSize)
+	if errors.Is(err, vfs.ErrFileTooLarge) {
+		return nil, fmt.Errorf("%w: %w", ErrCheckpointCorrupt, err)
 	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	if size > maxCheckpointSize {
-		return nil, fmt.Errorf("%w: %s is %d bytes", ErrCheckpointCorrupt, name, size)
-	}
-	b := make([]byte, size)
-	if _, err := f.ReadAt(b, 0); err != nil && size > 0 {
-		return nil, err
-	}
-	return b, nil
+	return b, err
 }
 
 func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {

@@ -2,6 +2,7 @@ package snapstore
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"path/filepath"
@@ -91,25 +92,13 @@ func readMeta(fsys vfs.FS, dir string) (metaBody, error) {
 	return b, nil
 }
 
-// readFile reads a whole (small) file.
+// readFile reads a whole (small) file; one above maxSmallFile is corrupt.
 func readFile(fsys vfs.FS, name string) ([]byte, error) {
-	f, err := fsys.Open(name)
-	if err != nil {
-		return nil, err
+	b, err := vfs.ReadFile(fsys, name, maxSmallFile)
+	if errors.Is(err, vfs.ErrFileTooLarge) {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	if size > maxSmallFile {
-		return nil, fmt.Errorf("%w: %s is %d bytes", ErrCorrupt, name, size)
-	}
-	b := make([]byte, size)
-	if _, err := f.ReadAt(b, 0); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return b, err
 }
 
 // maxSmallFile bounds meta.json and header.bin (the FSM header carries the
