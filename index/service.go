@@ -97,35 +97,17 @@ func (s *Service) PutMessage(topic string, keys []string, uniqKey string, phyOff
 	if topic == "" {
 		return fmt.Errorf("%w: empty topic", ErrArgument)
 	}
-	if phyOffset < 0 {
-		return fmt.Errorf("%w: negative offset %d", ErrArgument, phyOffset)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if f := s.newest(); f != nil && f.hasEntries() && phyOffset <= f.hdr.EndPhyOffset {
-		return nil
-	}
+	var buf [8]int32
+	hashes := buf[:0]
 	if uniqKey != "" {
-		if err := s.putKey(BuildKey(topic, uniqKey), phyOffset, storeTimestamp); err != nil {
-			return err
-		}
+		hashes = append(hashes, KeyHash(BuildKey(topic, uniqKey)))
 	}
 	for _, k := range keys {
-		if k == "" {
-			continue
-		}
-		if err := s.putKey(BuildKey(topic, k), phyOffset, storeTimestamp); err != nil {
-			return err
+		if k != "" {
+			hashes = append(hashes, KeyHash(BuildKey(topic, k)))
 		}
 	}
-	return nil
-}
-
-func (s *Service) putKey(key string, phy, ts int64) error {
-	return s.putHash(KeyHash(key), phy, ts)
+	return s.PutMessageHashes(hashes, phyOffset, storeTimestamp)
 }
 
 func (s *Service) putHash(hash int32, phy, ts int64) error {
