@@ -122,9 +122,12 @@ const (
 	cmdCommitOffsets byte = 3
 )
 
-func encodeCreateTopic(t TopicConfig) []byte {
-	b := []byte{cmdCreateTopic}
-	b = appendString(b, t.Name)
+func encodeCreateTopic(t TopicConfig) []byte { return encodeTopicFrame(cmdCreateTopic, t) }
+
+// encodeTopicFrame is the layout create and update share: cmd, name,
+// queues (u32), perm (u32).
+func encodeTopicFrame(cmd byte, t TopicConfig) []byte {
+	b := appendString([]byte{cmd}, t.Name)
 	b = binary.BigEndian.AppendUint32(b, uint32(t.Queues))
 	return binary.BigEndian.AppendUint32(b, uint32(t.Perm))
 }

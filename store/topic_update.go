@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
 	"fmt"
 )
 
@@ -14,12 +13,7 @@ const cmdUpdateTopic byte = 4
 // maxPerm bounds a topic's permission bits (RocketMQ's PRIORITY|READ|WRITE|INHERIT).
 const maxPerm = 15
 
-func encodeUpdateTopic(t TopicConfig) []byte {
-	b := []byte{cmdUpdateTopic}
-	b = appendString(b, t.Name)
-	b = binary.BigEndian.AppendUint32(b, uint32(t.Queues))
-	return binary.BigEndian.AppendUint32(b, uint32(t.Perm))
-}
+func encodeUpdateTopic(t TopicConfig) []byte { return encodeTopicFrame(cmdUpdateTopic, t) }
 
 // UpdateTopic changes an existing topic's queue count and permission. The
 // queue count may only grow (queues and their offsets are never dropped);
