@@ -37,6 +37,11 @@ func (o *Options) defaults() {
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20),
 				grpc.ForceCodecV2(newPullCodec())),
+			// Pull answers are ~1 MiB (up to 4 MiB by default): read them
+			// in fewer syscalls, and open windows that hold a whole answer
+			// so the server need not wait for window updates mid-answer.
+			grpc.WithReadBufferSize(512 << 10),
+			grpc.WithInitialWindowSize(4 << 20), grpc.WithInitialConnWindowSize(16 << 20),
 		}
 	}
 	if o.MaxAttempts <= 0 {

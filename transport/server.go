@@ -76,7 +76,9 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 		stop:   make(chan struct{}),
 	}
 	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize), grpc.MaxSendMsgSize(opts.MaxRecvMsgSize),
-		grpc.ForceServerCodecV2(newPullCodec()))
+		grpc.ForceServerCodecV2(newPullCodec()),
+		// Pull answers are ~1 MiB: write them in fewer, larger syscalls.
+		grpc.WriteBufferSize(512<<10))
 	pb.RegisterRaftMQServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
