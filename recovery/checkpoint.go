@@ -174,19 +174,7 @@ func readFile(fsys vfs.FS, name string) ([]byte, error) {
 
 func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, name+".tmp")
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(data, 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := vfs.WriteFile(fsys, tmp, data); err != nil {
 		return err
 	}
 	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {

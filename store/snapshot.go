@@ -139,15 +139,7 @@ func stageSegment(fsys vfs.FS, cfg Config, name string, r io.Reader) (int64, err
 }
 
 func writeMarker(fsys vfs.FS, dir string) error {
-	f, err := fsys.Create(filepath.Join(dir, rebuildMarker))
-	if err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return vfs.WriteFile(fsys, filepath.Join(dir, rebuildMarker), nil)
 }
 
 func swapDirs(fsys vfs.FS, dir, staging string) error {

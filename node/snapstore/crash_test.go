@@ -26,7 +26,7 @@ func memFixture(t *testing.T, fsys *vfs.MemFS, rng *rand.Rand, nSeg int, segSize
 			b[j] = byte(rng.Uint32())
 		}
 		path := filepath.Join("/log", mmap.FileName(i*segSize))
-		must(t, writeFile(fsys, path, b))
+		must(t, vfs.WriteFile(fsys, path, b))
 		files = append(files, store.SegmentFile{Path: path, Start: i * segSize, Size: segSize})
 	}
 	confirm := int64(nSeg-1)*segSize + segSize/2

@@ -104,20 +104,3 @@ func readFile(fsys vfs.FS, name string) ([]byte, error) {
 // maxSmallFile bounds meta.json and header.bin (the FSM header carries the
 // store metadata: topics and consumer offsets).
 const maxSmallFile = 1 << 30
-
-// writeFile creates name with data and syncs it.
-func writeFile(fsys vfs.FS, name string, data []byte) error {
-	f, err := fsys.Create(name)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(data, 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}

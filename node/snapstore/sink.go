@@ -70,7 +70,7 @@ func (k *sink) LinkSegments(h fsm.SnapshotHeader, files []store.SegmentFile) err
 		return fmt.Errorf("%w: link into a %q sink (closed %v)", ErrSinkState, k.kind, k.done)
 	}
 	k.kind = kindLinked
-	if err := writeFile(k.s.fs, filepath.Join(k.tmp, headerFile), fsm.EncodeSnapshotHeader(h)); err != nil {
+	if err := vfs.WriteFile(k.s.fs, filepath.Join(k.tmp, headerFile), fsm.EncodeSnapshotHeader(h)); err != nil {
 		return fmt.Errorf("snapstore: header: %w", err)
 	}
 	segDir := filepath.Join(k.tmp, segmentsDir)
@@ -209,7 +209,7 @@ func (k *sink) finish() error {
 	if err != nil {
 		return fmt.Errorf("snapstore: %w", err)
 	}
-	if err := writeFile(k.s.fs, filepath.Join(k.tmp, metaFile), data); err != nil {
+	if err := vfs.WriteFile(k.s.fs, filepath.Join(k.tmp, metaFile), data); err != nil {
 		return fmt.Errorf("snapstore: meta: %w", err)
 	}
 	if err := k.s.fs.SyncDir(k.tmp); err != nil {

@@ -45,3 +45,24 @@ func TestReadFile(t *testing.T) {
 		}
 	}
 }
+
+// WriteFile leaves exactly data in the file (also replacing a longer one,
+// and for empty data), and it survives a crash that drops unsynced writes.
+func TestWriteFileSynced(t *testing.T) {
+	m := NewMem()
+	must(t, m.MkdirAll("/d", 0o755))
+	must(t, m.SyncDir("/"))
+	must(t, WriteFile(m, "/d/f", bytes.Repeat([]byte("x"), 100)))
+	must(t, WriteFile(m, "/d/f", []byte("short")))
+	must(t, WriteFile(m, "/d/empty", nil))
+	must(t, m.SyncDir("/d"))
+	crashed := m.CrashClone(CrashOptions{})
+	for _, fsys := range []*MemFS{m, crashed} {
+		if got, err := ReadFile(fsys, "/d/f", 100); err != nil || string(got) != "short" {
+			t.Fatalf("f = %q, %v", got, err)
+		}
+		if got, err := ReadFile(fsys, "/d/empty", 0); err != nil || len(got) != 0 {
+			t.Fatalf("empty = %q, %v", got, err)
+		}
+	}
+}

@@ -31,3 +31,24 @@ func ReadFile(fsys FS, name string, limit int64) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// WriteFile creates (or truncates) name, writes data and syncs the file
+// before closing it. It does not sync the directory: a caller that needs
+// the name durable syncs it (or renames the file into place and syncs).
+func WriteFile(fsys FS, name string, data []byte) error {
+	f, err := fsys.Create(name)
+	if err != nil {
+		return err
+	}
+	if len(data) > 0 {
+		if _, err := f.WriteAt(data, 0); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
