@@ -167,51 +167,38 @@ func fromStoreMessages(ms []store.Message) []*pb.StoredMessage {
 	return out
 }
 
-// RecordsSize is the number of bytes AppendRecords adds for ms.
-func RecordsSize(ms []store.Message) int {
-	n := 0
-	for i := range ms {
-		n += commitlog.RecordSize(len(ms[i].Body), len(ms[i].Topic), len(ms[i].Properties))
-	}
-	return n
-}
-
-// AppendRecords appends ms to dst as v1 message records (FORMAT.md §2.1),
-// the bytes the commitlog holds for them: every field as stored, BODYCRC
-// copied rather than recomputed. Decode them with commitlog.DecodeRecord.
-func AppendRecords(dst []byte, ms []store.Message) []byte {
-	for i := range ms {
-		dst = appendRecord(dst, &ms[i])
-	}
-	return dst
-}
-
-func appendRecord(dst []byte, m *store.Message) []byte {
-	size := commitlog.RecordSize(len(m.Body), len(m.Topic), len(m.Properties))
+// AppendRecord appends r to dst as a v1 message record (FORMAT.md §2.1):
+// for a record read from the commitlog, the bytes the commitlog holds for
+// it, every field as stored and BODYCRC copied rather than recomputed.
+// Decode them with commitlog.DecodeRecord. r.Size is not used: TOTALSIZE
+// follows from the lengths.
+func AppendRecord(dst []byte, r *commitlog.Record) []byte {
+	topic := r.Topic
+	size := commitlog.RecordSize(len(r.Body), len(topic), len(r.Properties))
 	p := len(dst)
 	dst = slices.Grow(dst, size)[:p+size]
 	b := dst[p:]
 	be := binary.BigEndian
 	be.PutUint32(b[commitlog.OffTotalSize:], uint32(size))
 	be.PutUint32(b[commitlog.OffMagic:], commitlog.MagicMessageV1)
-	be.PutUint32(b[commitlog.OffBodyCRC:], m.BodyCRC)
-	be.PutUint32(b[commitlog.OffQueueID:], uint32(m.QueueID))
-	be.PutUint32(b[commitlog.OffFlag:], uint32(m.Flag))
-	be.PutUint64(b[commitlog.OffQueueOffset:], uint64(m.QueueOffset))
-	be.PutUint64(b[commitlog.OffPhysicalOffset:], uint64(m.PhysicalOffset))
-	be.PutUint32(b[commitlog.OffSysFlag:], uint32(m.SysFlag))
-	be.PutUint64(b[commitlog.OffBornTimestamp:], uint64(m.BornTimestamp))
-	putHost(b[commitlog.OffBornHost:], m.BornHost)
-	be.PutUint64(b[commitlog.OffStoreTimestamp:], uint64(m.StoreTimestamp))
-	putHost(b[commitlog.OffStoreHost:], m.StoreHost)
-	be.PutUint32(b[commitlog.OffReconsumeTimes:], uint32(m.ReconsumeTimes))
-	be.PutUint64(b[commitlog.OffPreparedTxOffset:], uint64(m.PreparedTxOffset))
-	be.PutUint32(b[commitlog.OffBodyLength:], uint32(len(m.Body)))
-	q := commitlog.OffBody + copy(b[commitlog.OffBody:], m.Body)
-	b[q] = byte(len(m.Topic))
-	q += 1 + copy(b[q+1:], m.Topic)
-	be.PutUint16(b[q:], uint16(len(m.Properties)))
-	copy(b[q+2:], m.Properties)
+	be.PutUint32(b[commitlog.OffBodyCRC:], r.BodyCRC)
+	be.PutUint32(b[commitlog.OffQueueID:], uint32(r.QueueID))
+	be.PutUint32(b[commitlog.OffFlag:], uint32(r.Flag))
+	be.PutUint64(b[commitlog.OffQueueOffset:], uint64(r.QueueOffset))
+	be.PutUint64(b[commitlog.OffPhysicalOffset:], uint64(r.PhysicalOffset))
+	be.PutUint32(b[commitlog.OffSysFlag:], uint32(r.SysFlag))
+	be.PutUint64(b[commitlog.OffBornTimestamp:], uint64(r.BornTimestamp))
+	putHost(b[commitlog.OffBornHost:], r.BornHost)
+	be.PutUint64(b[commitlog.OffStoreTimestamp:], uint64(r.StoreTimestamp))
+	putHost(b[commitlog.OffStoreHost:], r.StoreHost)
+	be.PutUint32(b[commitlog.OffReconsumeTimes:], uint32(r.ReconsumeTimes))
+	be.PutUint64(b[commitlog.OffPreparedTxOffset:], uint64(r.PreparedTxOffset))
+	be.PutUint32(b[commitlog.OffBodyLength:], uint32(len(r.Body)))
+	q := commitlog.OffBody + copy(b[commitlog.OffBody:], r.Body)
+	b[q] = byte(len(topic))
+	q += 1 + copy(b[q+1:], topic)
+	be.PutUint16(b[q:], uint16(len(r.Properties)))
+	copy(b[q+2:], r.Properties)
 	return dst
 }
 

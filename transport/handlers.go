@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/raftmq/raftmq/commitlog"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/store"
 )
@@ -95,6 +96,21 @@ func (s *Server) Pull(ctx context.Context, req *pb.PullRequest) (*pb.PullRespons
 	get := func() (store.GetResult, error) {
 		return st.GetMessages(req.GetTopic(), req.GetQueueId(), req.GetOffset(), maxN, maxB, tag)
 	}
+	var records []byte
+	if req.GetRecords() {
+		// Records are copied once, from the mapping into the answer's
+		// buffer, which returns to recordBufs once pullCodec has handed it
+		// to gRPC and the answer is written.
+		records = (*recordBufs.Get(min(maxB, maxPooledRecords)))[:0]
+		get = func() (store.GetResult, error) {
+			records = records[:0]
+			return st.ReadMessages(req.GetTopic(), req.GetQueueId(), req.GetOffset(), maxN, maxB, tag,
+				func(r *commitlog.Record) error {
+					records = AppendRecord(records, r)
+					return nil
+				})
+		}
+	}
 	res, err := get()
 	if err == nil && res.Status == store.OffsetOverflowOne && req.GetMaxWaitMs() > 0 {
 		res, err = s.longPoll(ctx, req, get)
@@ -108,13 +124,9 @@ func (s *Server) Pull(ctx context.Context, req *pb.PullRequest) (*pb.PullRespons
 		MinOffset:  res.MinOffset,
 		MaxOffset:  res.MaxOffset,
 	}
-	switch {
-	case len(res.Messages) == 0:
-	case req.GetRecords():
-		// The buffer returns to recordBufs once pullCodec has handed it to
-		// gRPC and the answer is written.
-		out.Records = AppendRecords((*recordBufs.Get(RecordsSize(res.Messages)))[:0], res.Messages)
-	default:
+	if len(records) > 0 {
+		out.Records = records
+	} else if len(res.Messages) > 0 {
 		out.Messages = fromStoreMessages(res.Messages)
 	}
 	return out, nil
