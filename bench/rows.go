@@ -303,8 +303,9 @@ func (r *runner) consume(ctx context.Context, rep *report) error {
 	n = min(n, r.o.Consume)
 	row := Row{Name: fmt.Sprintf("consume catch-up, 1 KiB, one consumer, all queues (%d msgs)", n), LogStore: r.variant,
 		Metric: "MB/s", Target: fmt.Sprintf("≥ %.0f MB/s", targetConsumeMBps)}
-	run := func() (Summary, error) {
-		return r.cliSummary(ctx, "--json", "bench", "consume", "-t", topic1K, "-n", strconv.FormatInt(n, 10))
+	run := func(extra ...string) (Summary, error) {
+		args := append([]string{"--json", "bench", "consume", "-t", topic1K, "-n", strconv.FormatInt(n, 10)}, extra...)
+		return r.cliSummary(ctx, args...)
 	}
 	for range r.o.Reps {
 		s, err := run()
@@ -319,14 +320,18 @@ func (r *runner) consume(ctx context.Context, rep *report) error {
 	row.Note = errorNote(row.RaftmqRuns)
 	rep.Rows = append(rep.Rows, row)
 	if r.o.Profile {
+		// Both sides: the consumer process costs about as much CPU as the
+		// node, and the two share the machine's cores.
 		file := filepath.Join(r.work, "leader-consume.pprof")
+		cliFile := filepath.Join(r.work, "cli-consume.pprof")
 		if err := r.leaderProfile(ctx, 2*time.Second, file, func() error {
-			_, err := run()
+			_, err := run("--cpuprofile", cliFile)
 			return err
 		}); err != nil {
 			return fmt.Errorf("consume profile: %w", err)
 		}
-		rep.Profiles = append(rep.Profiles, profileTop(ctx, "raftmq node serving the consume catch-up", file))
+		rep.Profiles = append(rep.Profiles, profileTop(ctx, "raftmq node serving the consume catch-up", file),
+			profileTop(ctx, "raftmq bench consume (the consumer process) during the catch-up", cliFile))
 	}
 	return nil
 }
