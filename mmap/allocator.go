@@ -36,7 +36,15 @@ type allocReq struct {
 	done chan struct{}
 	file File
 	err  error
+
+	abort     chan struct{} // closed by cancel: stop pre-touching
+	abortOnce sync.Once
 }
+
+// cancel ends the request's pre-touch early: a writer is waiting for the
+// file (it faults in the rest itself, as without pre-touch), or the
+// allocator is closing. The file stays whole and valid.
+func (r *allocReq) cancel() { r.abortOnce.Do(func() { close(r.abort) }) }
 
 // NewAllocator starts the allocator goroutine; Close stops and waits for it.
 func NewAllocator(fs vfs.FS, opts AllocatorOptions) *Allocator {
@@ -83,6 +91,7 @@ func (a *Allocator) Get(name string, size int64, next string) (File, error) {
 // synchronously when there was none or it failed.
 func (a *Allocator) take(r *allocReq, name string, size int64) (File, error) {
 	if r != nil {
+		r.cancel() // needed now: a half-touched file beats waiting for the rest
 		<-r.done
 		if errors.Is(r.err, ErrClosed) {
 			return nil, r.err
@@ -95,7 +104,10 @@ func (a *Allocator) take(r *allocReq, name string, size int64) (File, error) {
 		}
 		a.log.Warn("prepared file unusable, creating it now", "path", name, "error", r.err)
 	}
-	return Open(a.fs, name, size, Options{PreTouch: a.opts.PreTouch})
+	// The caller is waiting: no pre-touch here, the first writes fault the
+	// pages in (pre-touching 1 GiB inline stalled a fresh store's first
+	// write for seconds).
+	return Open(a.fs, name, size, Options{})
 }
 
 // request queues name for preparation unless it already is.
@@ -105,7 +117,7 @@ func (a *Allocator) request(name string, size int64) {
 	if a.closed || a.reqs[name] != nil {
 		return
 	}
-	r := &allocReq{name: name, size: size, done: make(chan struct{})}
+	r := &allocReq{name: name, size: size, done: make(chan struct{}), abort: make(chan struct{})}
 	a.reqs[name] = r
 	a.pending = append(a.pending, r)
 	select {
@@ -126,7 +138,7 @@ func (a *Allocator) run() {
 				return
 			}
 		}
-		r.file, r.err = Open(a.fs, r.name, r.size, Options{PreTouch: a.opts.PreTouch})
+		r.file, r.err = Open(a.fs, r.name, r.size, Options{PreTouch: a.opts.PreTouch, Abort: r.abort})
 		if r.err != nil {
 			a.log.Error("preparing file failed", "path", r.name, "error", r.err)
 		}
@@ -160,6 +172,9 @@ func (a *Allocator) Close() error {
 		return fmt.Errorf("%w: allocator", ErrClosed)
 	}
 	a.closed = true
+	for _, r := range a.reqs {
+		r.cancel()
+	}
 	a.mu.Unlock()
 	close(a.quit)
 	a.wg.Wait()

@@ -31,6 +31,10 @@ type Options struct {
 	// PreTouch writes one byte per page after mapping so that first writes
 	// do not page-fault (the allocator sets it for fresh segments).
 	PreTouch bool
+	// Abort, when closed, stops a pre-touch early: the file is still whole
+	// and valid, only colder (the allocator closes it on shutdown so that
+	// Close never waits for a 1 GiB segment to be faulted in).
+	Abort <-chan struct{}
 	// Heap forces the heap-backed twin even on an OS file system.
 	Heap bool
 }
@@ -70,7 +74,7 @@ func Open(fs vfs.FS, name string, size int64, opts Options) (File, error) {
 		return nil, err
 	}
 	if f.Fd() != vfs.NoFd && !opts.Heap && mmapSupported {
-		return openMapped(f, name, size, opts.PreTouch && created)
+		return openMapped(f, name, size, opts.PreTouch && created, opts.Abort)
 	}
 	return openHeap(f, name, size)
 }

@@ -25,23 +25,34 @@ type mappedFile struct {
 	closed bool
 }
 
-func openMapped(f vfs.File, name string, size int64, touch bool) (File, error) {
+func openMapped(f vfs.File, name string, size int64, touch bool, abort <-chan struct{}) (File, error) {
 	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("mmap: map %s: %w", name, err)
 	}
 	if touch {
-		preTouch(data)
+		preTouch(data, abort)
 	}
 	return &mappedFile{name: name, f: f, data: data, size: size}, nil
 }
 
+// touchChunk is how many bytes preTouch faults in between looks at abort.
+const touchChunk = 4 << 20
+
 // preTouch writes a zero into every page so it is faulted in now. Only for
-// fresh (all-zero) files.
-func preTouch(data []byte) {
-	for i := 0; i < len(data); i += TouchPage {
-		data[i] = 0
+// fresh (all-zero) files. It stops early once abort is closed.
+func preTouch(data []byte, abort <-chan struct{}) {
+	for chunk := 0; chunk < len(data); chunk += touchChunk {
+		select {
+		case <-abort:
+			return
+		default:
+		}
+		end := min(chunk+touchChunk, len(data))
+		for i := chunk; i < end; i += TouchPage {
+			data[i] = 0
+		}
 	}
 }
 
