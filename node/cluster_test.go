@@ -259,8 +259,11 @@ func TestClusterReplicatesAndReplaysTail(t *testing.T) {
 	c.assertIdentical()
 	st := c.nodes[fi].FSMStats()
 	t.Logf("restarted follower: %+v", st)
-	if st.Applied != tail || st.Skipped == 0 {
-		t.Fatalf("restart applied %d (want %d, the tail only) and skipped %d (want > 0)", st.Applied, tail, st.Skipped)
+	// The graceful stop took a Raft snapshot, so Raft resumes after it:
+	// nothing is re-read for the FSM to skip (after a kill -9 the FSM skips
+	// what the store already holds: fsm tests and e2e cover that path).
+	if st.Applied != tail || st.Skipped != 0 {
+		t.Fatalf("restart applied %d (want %d, the tail only) and skipped %d (want 0 after a graceful stop)", st.Applied, tail, st.Skipped)
 	}
 }
 

@@ -280,10 +280,31 @@ func (n *Node) Close() error {
 			_ = n.httpSrv.Shutdown(ctx)
 		}
 		n.transferOnShutdown()
+		n.snapshotOnShutdown()
 		n.closeErr = n.closeResources()
 		n.log.Info("stopped", "error", n.closeErr)
 	})
 	return n.closeErr
+}
+
+// snapshotOnShutdown takes a Raft snapshot before a graceful stop. A local
+// snapshot costs O(metadata) (node/snapstore links segments), and with
+// NoSnapshotRestoreOnStart Raft resumes from it: without one, a restarted
+// node re-reads every entry since the last snapshot from the Raft log just
+// for the FSM to skip it (up to SnapshotThreshold entries of up to 1 MiB).
+func (n *Node) snapshotOnShutdown() {
+	if n.raft == nil {
+		return
+	}
+	started := time.Now()
+	err := n.raft.Snapshot().Error()
+	switch {
+	case errors.Is(err, raft.ErrNothingNewToSnapshot):
+	case err != nil:
+		n.log.Warn("snapshot on shutdown failed", "error", err)
+	default:
+		n.log.Info("snapshot on shutdown", "duration", time.Since(started))
+	}
 }
 
 func (n *Node) transferOnShutdown() {
