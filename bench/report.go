@@ -33,6 +33,9 @@ type Machine struct {
 	Memory string `json:"memory"`
 	Go     string `json:"go"`
 	Kernel string `json:"kernel"`
+	// LoadAvg is /proc/loadavg when the run started: other work on the
+	// machine shows here.
+	LoadAvg string `json:"loadavg,omitempty"`
 }
 
 // Profile is the head of `go tool pprof -top` of one CPU profile.
@@ -60,6 +63,9 @@ func machine() Machine {
 		m.Memory = strings.TrimSpace(free)
 	}
 	m.Kernel = strings.TrimSpace(output("uname", "-sr"))
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		m.LoadAvg = strings.TrimSpace(string(b))
+	}
 	return m
 }
 
@@ -146,7 +152,11 @@ func (rep *report) markdown() string {
 	if rep.Quick {
 		b.WriteString("- **Quick run** (smoke test): numbers are not meaningful.\n")
 	}
-	fmt.Fprintf(&b, "- Machine: %s, nproc %d, %s, %s; other work shared the machine during the run.\n\n", rep.Machine.CPU, rep.Machine.NProc, rep.Machine.Kernel, rep.Machine.Go)
+	fmt.Fprintf(&b, "- Machine: %s, nproc %d, %s, %s.\n", rep.Machine.CPU, rep.Machine.NProc, rep.Machine.Kernel, rep.Machine.Go)
+	if rep.Machine.LoadAvg != "" {
+		fmt.Fprintf(&b, "- /proc/loadavg at the start: `%s`.\n", rep.Machine.LoadAvg)
+	}
+	b.WriteString("\n")
 	if rep.Machine.Memory != "" {
 		fmt.Fprintf(&b, "```\n$ free -h\n%s\n```\n\n", rep.Machine.Memory)
 	}
