@@ -37,7 +37,7 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, apiAddr string) error {
 	if err := n.checkJoin(id, raftAddr); err != nil {
 		return err
 	}
-	if apiAddr != "" {
+	if apiAddr != "" && n.fsm.Members()[id] != apiAddr {
 		meta := fsm.Command{Type: fsm.CmdSetMemberMeta, MemberID: id, MemberAPIAddr: apiAddr}
 		if _, err := n.applyCommand(ctx, &meta); err != nil {
 			return err

@@ -99,7 +99,57 @@ func startClusterOnce(ctx context.Context, bin Binaries, opts ClusterOptions) (*
 		_ = c.killAll()
 		return c, err
 	}
+	if err := c.WaitAnnounced(ctx); err != nil {
+		_ = c.killAll()
+		return c, err
+	}
 	return c, nil
+}
+
+// WaitAnnounced polls /status of the running nodes until each lists every
+// node of the cluster with its API address: bootstrapped members announce
+// theirs through Raft after the election, so a test that compares state
+// before and after an action starts from a cluster that has settled.
+func (c *Cluster) WaitAnnounced(ctx context.Context) error {
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		missing := c.unannounced(ctx)
+		if missing == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nodeproc: waiting for member API addresses (%s): %w", missing, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// unannounced names the first node whose status lacks a member's API
+// address, or "" when none does.
+func (c *Cluster) unannounced(ctx context.Context) string {
+	for _, p := range c.Nodes {
+		if !p.Running() {
+			continue
+		}
+		st, err := p.Status(ctx)
+		if err != nil {
+			return fmt.Sprintf("%s: %v", p.Spec().ID, err)
+		}
+		known := map[string]bool{}
+		for _, m := range st.Members {
+			if m.APIAddr != "" {
+				known[m.ID] = true
+			}
+		}
+		for _, q := range c.Nodes {
+			if !known[q.Spec().ID] {
+				return fmt.Sprintf("%s does not know %s's", p.Spec().ID, q.Spec().ID)
+			}
+		}
+	}
+	return ""
 }
 
 // lostPortRace reports whether a node of a failed start could not bind.
