@@ -78,7 +78,7 @@ func (r *runner) startClusters(ctx context.Context, logStore string) error {
 	}
 	r.mq = mq
 	r.logf("starting 3-node bare-raft ceiling cluster (%s)", logStore)
-	ceil, err := nodeproc.StartCluster(sctx, nodeproc.Binaries{Node: r.ceilBin}, nodeproc.ClusterOptions{N: 3, Dir: filepath.Join(dir, "ceiling"), Args: args})
+	ceil, err := nodeproc.StartCluster(sctx, nodeproc.Binaries{Node: r.ceilBin}, nodeproc.ClusterOptions{N: 3, Dir: filepath.Join(dir, "ceiling"), Args: args, NoAnnounce: true})
 	if err != nil {
 		return fmt.Errorf("ceiling cluster: %w", err)
 	}

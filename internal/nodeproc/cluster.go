@@ -27,6 +27,10 @@ type ClusterOptions struct {
 	HostFor func(i int) string   // host of node i (overrides Host)
 	Env     []string             // extra environment of every node
 	Args    []string             // extra flags of every node
+	// NoAnnounce: do not wait for member API addresses (for programs that
+	// speak the node's flags and /status but have no client API, like the
+	// bench's bare-Raft ceiling).
+	NoAnnounce bool
 }
 
 func (o ClusterOptions) host(i int) string {
@@ -98,6 +102,9 @@ func startClusterOnce(ctx context.Context, bin Binaries, opts ClusterOptions) (*
 	if _, err := c.Leader(ctx); err != nil {
 		_ = c.killAll()
 		return c, err
+	}
+	if opts.NoAnnounce {
+		return c, nil
 	}
 	if err := c.WaitAnnounced(ctx); err != nil {
 		_ = c.killAll()
