@@ -29,7 +29,9 @@ type Queue struct {
 }
 
 func openQueue(fs vfs.FS, dir, topic string, id int32, fileSize int64, log hclog.Logger) (*Queue, error) {
-	cfg := mmap.QueueConfig{Dir: dir, FileSize: fileSize, Logger: log}
+	// Random: units are 20 bytes, so readahead around a fault would zero-fill
+	// megabytes of a fresh file to write a few units.
+	cfg := mmap.QueueConfig{Dir: dir, FileSize: fileSize, Random: true, Logger: log}
 	mq, err := mmap.OpenQueue(fs, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("consumequeue: open %s: %w", dir, err)

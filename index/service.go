@@ -72,7 +72,7 @@ func (s *Service) load() error {
 
 func (s *Service) openFile(name string, ts int64) (*file, error) {
 	path := filepath.Join(s.cfg.Dir, name)
-	mf, err := mmap.Open(s.fs, path, s.lay.size(), mmap.Options{})
+	mf, err := mmap.Open(s.fs, path, s.lay.size(), mmap.Options{Random: true}) // hash slots: random access
 	if err != nil {
 		return nil, fmt.Errorf("index: open %s: %w", path, err)
 	}

@@ -35,6 +35,10 @@ type Options struct {
 	// and valid, only colder (the allocator closes it on shutdown so that
 	// Close never waits for a 1 GiB segment to be faulted in).
 	Abort <-chan struct{}
+	// Random advises the kernel that access is random (MADV_RANDOM): no
+	// readahead, so faulting one page of a fresh, mostly unwritten file does
+	// not zero-fill megabytes around it (index slots, consume-queue units).
+	Random bool
 	// Heap forces the heap-backed twin even on an OS file system.
 	Heap bool
 }
@@ -74,7 +78,8 @@ func Open(fs vfs.FS, name string, size int64, opts Options) (File, error) {
 		return nil, err
 	}
 	if f.Fd() != vfs.NoFd && !opts.Heap && mmapSupported {
-		return openMapped(f, name, size, opts.PreTouch && created, opts.Abort)
+		opts.PreTouch = opts.PreTouch && created
+		return openMapped(f, name, size, opts)
 	}
 	return openHeap(f, name, size)
 }
@@ -97,7 +102,9 @@ type QueueConfig struct {
 	Allocator *Allocator
 	// PreTouch applies to files the queue creates itself.
 	PreTouch bool
-	Logger   hclog.Logger
+	// Random is Options.Random for every file of the queue.
+	Random bool
+	Logger hclog.Logger
 }
 
 // AllocatorOptions configure an Allocator.

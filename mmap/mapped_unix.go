@@ -25,14 +25,21 @@ type mappedFile struct {
 	closed bool
 }
 
-func openMapped(f vfs.File, name string, size int64, touch bool, abort <-chan struct{}) (File, error) {
+func openMapped(f vfs.File, name string, size int64, opts Options) (File, error) {
 	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("mmap: map %s: %w", name, err)
 	}
-	if touch {
-		preTouch(data, abort)
+	if opts.Random {
+		if err := unix.Madvise(data, unix.MADV_RANDOM); err != nil {
+			_ = unix.Munmap(data)
+			f.Close()
+			return nil, fmt.Errorf("mmap: madvise %s: %w", name, err)
+		}
+	}
+	if opts.PreTouch {
+		preTouch(data, opts.Abort)
 	}
 	return &mappedFile{name: name, f: f, data: data, size: size}, nil
 }

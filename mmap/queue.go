@@ -115,7 +115,7 @@ func (q *Queue) checkNext(starts []int64, start int64) error {
 func (q *Queue) load(starts []int64) ([]Segment, error) {
 	segs := make([]Segment, 0, len(starts))
 	for _, start := range starts {
-		f, err := Open(q.fs, q.path(FileName(start)), q.cfg.FileSize, Options{})
+		f, err := Open(q.fs, q.path(FileName(start)), q.cfg.FileSize, Options{Random: q.cfg.Random})
 		if err != nil {
 			closeAll(segs)
 			return nil, err
@@ -194,7 +194,7 @@ func (q *Queue) Create(start int64) (Segment, error) {
 	if err := q.checkCreate(start); err != nil {
 		return Segment{}, err
 	}
-	f, err := Open(q.fs, q.path(FileName(start)), q.cfg.FileSize, Options{PreTouch: q.cfg.PreTouch})
+	f, err := Open(q.fs, q.path(FileName(start)), q.cfg.FileSize, Options{PreTouch: q.cfg.PreTouch, Random: q.cfg.Random})
 	if err != nil {
 		return Segment{}, err
 	}
