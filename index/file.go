@@ -77,8 +77,13 @@ type file struct {
 	nameTS int64
 	path   string
 	mf     mmap.File
-	lay    layout
-	hdr    Header
+	// headerErr: the newest file's header failed checkHeader at open. Its
+	// header may be torn by a crash (it is only trusted up to the
+	// checkpoint); RecoverTo rewrites or removes the file and clears this,
+	// and TruncateAbove refuses to go on while it is set.
+	headerErr error
+	lay       layout
+	hdr       Header
 
 	// dirty tracking for Flush: the header and slot area, and the range of
 	// entry numbers [dirtyLo, dirtyHi) written or cleared since the last one.

@@ -92,6 +92,7 @@ func (f *file) recoverTo(st State) error {
 		f.hdr = Header{IndexCount: 1}
 	}
 	f.writeHeader()
+	f.headerErr = nil
 	return f.mf.Flush(0, int64(f.lay.entriesStart()))
 }
 

@@ -63,9 +63,17 @@ func (s *Service) load() error {
 			return err
 		}
 		s.files = append(s.files, f)
-		if err := f.checkHeader(); err != nil {
-			return err
+		f.headerErr = f.checkHeader()
+	}
+	for i, f := range s.files {
+		if f.headerErr == nil {
+			continue
 		}
+		if i < len(s.files)-1 {
+			return f.headerErr // below the newest file: written in full long ago
+		}
+		s.cfg.Logger.Warn("newest index file has an inconsistent header; recovery rebuilds it from the checkpoint",
+			"path", f.path, "error", f.headerErr)
 	}
 	return nil
 }
@@ -268,6 +276,9 @@ func (s *Service) TruncateAbove(phy int64) error {
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
+	}
+	if f := s.newest(); f != nil && f.headerErr != nil {
+		return f.headerErr // not repaired by RecoverTo: the exit was clean, so this is damage
 	}
 	for f := s.newest(); f != nil; f = s.newest() {
 		if f.hasEntries() && f.hdr.BeginPhyOffset < phy {

@@ -315,7 +315,54 @@ func TestCorruptHeaderRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	// The newest file's header is only trusted up to the checkpoint: Open
+	// keeps it, a clean-exit path (TruncateAbove without RecoverTo) refuses
+	// it, and RecoverTo rebuilds it from the checkpoint's state.
+	s, err = Open(fs, Config{Dir: "/idx", MaxHashSlots: 7, MaxIndexes: 16})
+	if err != nil {
+		t.Fatalf("open with a torn newest header: %v", err)
+	}
+	defer s.Close()
+	if err := s.TruncateAbove(1 << 40); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("truncate without recovery: %v, want ErrCorrupt", err)
+	}
+	if err := s.RecoverTo(State{File: name, IndexCount: 1}); err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	if err := s.TruncateAbove(1 << 40); err != nil {
+		t.Fatalf("truncate after recovery: %v", err)
+	}
+}
+
+// A corrupt header in a file older than the newest is damage: Open refuses.
+func TestCorruptOlderHeaderRejected(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openSvc(t, fs, "/idx", 7, 16, nil)
+	putAll(t, s, []msg{{keys: []string{"a"}, phy: 1, ts: 5000}})
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	older := filepath.Join("/idx", FileName(5000))
+	newer := filepath.Join("/idx", FileName(9000))
+	data, err := vfs.ReadFile(fs, older, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vfs.WriteFile(fs, newer, data); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Open(older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, HeaderSize)
+	Header{IndexCount: 99}.Encode(b)
+	if _, err := f.WriteAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 	if _, err := Open(fs, Config{Dir: "/idx", MaxHashSlots: 7, MaxIndexes: 16}); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("open corrupt: %v", err)
+		t.Fatalf("open with a corrupt older header: %v, want ErrCorrupt", err)
 	}
 }
