@@ -137,7 +137,10 @@ func (c *cluster) converge() {
 			if n == nil {
 				continue
 			}
-			if idx, _ := n.Store().Applied(); idx < want-1 { // the last may be a config/no-op entry
+			// Raft's applied index counts every entry (config, barrier and
+			// FSM commands such as SetMemberMeta, which adds a frame to the
+			// commitlog), so no replica is left one command short.
+			if n.raft.AppliedIndex() < want {
 				return false
 			}
 			if n.Store().ConfirmOffset() != l.Store().ConfirmOffset() {
