@@ -26,16 +26,7 @@ const (
 
 // EncodeProperties renders properties in RocketMQ's encoding (key 0x01 value
 // 0x02, repeated), in the given order.
-func EncodeProperties(props []*pb.Property) []byte {
-	var b []byte
-	for _, p := range props {
-		b = append(b, p.GetKey()...)
-		b = append(b, nameValueSep)
-		b = append(b, p.GetValue()...)
-		b = append(b, propertySep)
-	}
-	return b
-}
+func EncodeProperties(props []*pb.Property) []byte { return appendProperties(nil, props) }
 
 // DecodeProperties parses RocketMQ's property encoding. Malformed pairs
 // (no separator) are skipped; it never panics.
