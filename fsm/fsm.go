@@ -216,12 +216,18 @@ func (f *FSM) failed(st *store.Store, h store.EntryHeader, err error) interface{
 	if IsDeterministic(err) {
 		return f.reject(st, h, err)
 	}
-	f.fatal = fmt.Errorf("%w: entry %d: %w", ErrFatal, h.RaftIndex, err)
-	f.log.Error("store failed; no further entries are applied", "index", h.RaftIndex, "error", err)
+	return &ApplyResponse{Err: f.stop(fmt.Errorf("%w: entry %d: %w", ErrFatal, h.RaftIndex, err))}
+}
+
+// stop records fatal (which wraps ErrFatal): no further entry is applied,
+// and OnFatal tells the node to shut down.
+func (f *FSM) stop(fatal error) error {
+	f.fatal = fatal
+	f.log.Error("store failed; no further entries are applied", "error", fatal)
 	if f.cfg.OnFatal != nil {
-		f.cfg.OnFatal(f.fatal)
+		f.cfg.OnFatal(fatal)
 	}
-	return &ApplyResponse{Err: f.fatal}
+	return fatal
 }
 
 // reject records a refused command so appliedIndex still moves forward.
@@ -244,41 +250,54 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	return &fsmSnapshot{fsm: f, st: st, snap: st.CaptureSnapshot(), members: f.Members()}, nil
 }
 
-// Restore replaces the store by the snapshot stream rc.
+// Restore replaces the store by the snapshot stream rc. A failed Restore
+// is fatal (see restore): the FSM applies nothing more and OnFatal is
+// called, so a node never runs on after one.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	start := time.Now()
-	h, err := ReadSnapshotHeader(rc)
+	h, err := f.restore(rc)
 	if err != nil {
-		return err
-	}
-	if err := f.Store().Close(); err != nil && !errors.Is(err, store.ErrClosed) {
-		return fmt.Errorf("fsm: restore: close store: %w", err)
-	}
-	it := NewSegmentIterator(rc, h)
-	err = store.InstallSnapshot(f.cfg.FS, f.cfg.Store, h.Store, it.Next)
-	if err == nil {
-		err = it.Finish()
-	}
-	st, oerr := store.Open(f.cfg.FS, f.cfg.Store) // the old store if the install failed
-	if oerr != nil {
-		f.fatal = fmt.Errorf("%w: reopen store after restore: %w", ErrFatal, oerr)
-		return f.fatal
-	}
-	f.setStore(st)
-	if err != nil {
-		return fmt.Errorf("fsm: restore: %w", err)
+		// Raft may already hold the snapshot (a follower stores what it
+		// received before restoring it) while the store is the old one: a
+		// node that went on applying would build on the wrong base. At the
+		// next start the node restores the stored snapshot before Raft runs.
+		return f.stop(fmt.Errorf("%w: restore snapshot: %w", ErrFatal, err))
 	}
 	f.fatal = nil
 	f.mu.Lock()
 	f.members = h.Members
 	f.mu.Unlock()
+	st := f.Store()
 	if f.cfg.OnRestore != nil {
 		f.cfg.OnRestore(st)
 	}
 	f.log.Info("snapshot restored", "index", h.Store.AppliedIndex, "confirm_offset", h.Store.ConfirmOffset,
 		"segments", len(h.Segments), "duration", time.Since(start))
 	return nil
+}
+
+// restore installs the snapshot in rc and reopens the store: the new one,
+// or the old one if the install failed.
+func (f *FSM) restore(rc io.Reader) (SnapshotHeader, error) {
+	h, err := ReadSnapshotHeader(rc)
+	if err != nil {
+		return h, err
+	}
+	if err := f.Store().Close(); err != nil && !errors.Is(err, store.ErrClosed) {
+		return h, fmt.Errorf("close store: %w", err)
+	}
+	it := NewSegmentIterator(rc, h)
+	err = store.InstallSnapshot(f.cfg.FS, f.cfg.Store, h.Store, it.Next)
+	if err == nil {
+		err = it.Finish()
+	}
+	st, oerr := store.Open(f.cfg.FS, f.cfg.Store)
+	if oerr != nil {
+		return h, errors.Join(err, fmt.Errorf("reopen store: %w", oerr))
+	}
+	f.setStore(st)
+	return h, err
 }
 
 type fsmSnapshot struct {

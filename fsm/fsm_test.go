@@ -34,8 +34,9 @@ func smallStoreConfig() store.Config {
 
 type testFSM struct {
 	*FSM
-	fs  *vfs.MemFS
-	cfg store.Config
+	fs       *vfs.MemFS
+	cfg      store.Config
+	fatalErr error // what OnFatal was called with
 }
 
 func newTestFSM(t *testing.T) *testFSM {
@@ -45,7 +46,8 @@ func newTestFSM(t *testing.T) *testFSM {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &testFSM{FSM: New(st, Config{FS: fs, Store: cfg}), fs: fs, cfg: cfg}
+	f := &testFSM{fs: fs, cfg: cfg}
+	f.FSM = New(st, Config{FS: fs, Store: cfg, OnFatal: func(err error) { f.fatalErr = err }})
 	t.Cleanup(func() { _ = f.Store().Close() })
 	return f
 }
@@ -233,5 +235,16 @@ func TestRestoreRejectsCorruptStream(t *testing.T) {
 	}
 	if idx, _ := dst.Store().Applied(); idx != before {
 		t.Fatalf("store changed by a failed restore: %d -> %d", before, idx)
+	}
+	// A failed restore is fatal: nothing more is applied to the old store.
+	if !errors.Is(dst.fatalErr, ErrFatal) {
+		t.Fatalf("OnFatal not called with ErrFatal: %v", dst.fatalErr)
+	}
+	resp := dst.Apply(script(t)[5]).(*ApplyResponse)
+	if !errors.Is(resp.Err, ErrFatal) {
+		t.Fatalf("entry applied after a failed restore: %v", resp.Err)
+	}
+	if idx, _ := dst.Store().Applied(); idx != before {
+		t.Fatalf("store changed after a failed restore: %d -> %d", before, idx)
 	}
 }

@@ -139,6 +139,9 @@ func (n *Node) openRaft() error {
 	if err != nil {
 		return fmt.Errorf("node: snapshot store: %w", err)
 	}
+	if err := n.restoreIfBehind(); err != nil {
+		return err
+	}
 	n.seedMembers()
 	n.trans, err = NewRaftTransport(n.cfg, n.log.Named("raft-net"))
 	if err != nil {
