@@ -20,6 +20,7 @@ import (
 )
 
 var chaosDuration = flag.Duration("chaos.duration", 0, "run chaos schedules back to back for this long (0: one short schedule)")
+var chaosKinds = flag.String("chaos.kinds", "", "comma-separated fault kinds to run instead of every kind (focus or replay)")
 
 // Fault kinds.
 const (
@@ -36,8 +37,8 @@ const (
 	faultDropConns  = "drop-conns"
 )
 
-var processFaults = []string{faultKill, faultPause, faultRestart, faultTransfer, faultMembership, faultPowerLoss}
-var networkFaults = []string{faultIsolate, faultIsolateLdr, faultBridge, faultLatency, faultDropConns}
+var processFaults = append([]string{faultKill, faultPause, faultRestart, faultTransfer, faultMembership, faultPowerLoss}, overlapProcessFaults...)
+var networkFaults = append([]string{faultIsolate, faultIsolateLdr, faultBridge, faultLatency, faultDropConns}, overlapNetworkFaults...)
 
 func TestChaos(t *testing.T) {
 	seed := testseed.Seed(t)
@@ -77,6 +78,9 @@ func scheduleKinds(rng *rand.Rand, useNet bool, extra int) []string {
 	if useNet {
 		kinds = append(kinds, networkFaults...)
 	}
+	if *chaosKinds != "" {
+		kinds = strings.Split(*chaosKinds, ",")
+	}
 	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
 	all := append([]string(nil), kinds...)
 	for i := 0; i < extra; i++ {
@@ -113,13 +117,17 @@ func runSchedule(t *testing.T, seed int64, useNet bool, extra int) *tally {
 	w.wait(time.Second) // let the workload warm up before the first fault
 	for n, kind := range kinds {
 		start := time.Now()
-		err := inject(ctx, tc, admin, kind, rng)
+		handled, err := injectOverlap(ctx, tc, admin, kind, rng, tl)
+		if !handled {
+			err = inject(ctx, tc, admin, kind, rng, tl)
+		}
 		tl.Faults[kind]++
 		if err == nil {
 			err = tc.waitServing(ctx, 60*time.Second)
 		}
 		t.Logf("fault %d/%d %s: %v (%v)", n+1, len(kinds), kind, errText(err), time.Since(start).Round(time.Millisecond))
 		if err != nil {
+			tc.dumpStacks(fmt.Sprintf("fault %s: %v", kind, err))
 			tl.problem(&tl.Unrecovered, "seed %d: fault %s: %v", seed, kind, err)
 			_ = tc.healAll()
 			if err := tc.waitServing(ctx, 60*time.Second); err != nil {
@@ -137,6 +145,7 @@ func runSchedule(t *testing.T, seed int64, useNet bool, extra int) *tally {
 		err = tc.converged(ctx, 60*time.Second)
 	}
 	if err != nil {
+		tc.dumpStacks(fmt.Sprintf("after healing: %v", err))
 		tl.problem(&tl.Unrecovered, "after healing: %v", err)
 	}
 	writeAckLog(filepath.Join(dir, "ack.log"), w)
@@ -147,6 +156,9 @@ func runSchedule(t *testing.T, seed int64, useNet bool, extra int) *tally {
 	cancel()
 	_ = verifyStopped(tc, tl)
 	t.Logf("seed %d: %s", seed, tl)
+	if tl.Acked == 0 {
+		tl.problem(&tl.Unrecovered, "seed %d: no send was acknowledged: the schedule tested nothing", seed)
+	}
 	if tl.bad() > 0 {
 		t.Errorf("seed %d (replay with -seed=%d): %d problems; data dirs and logs kept in %s:\n%s",
 			seed, seed, tl.bad(), dir, strings.Join(tl.problems, "\n"))
@@ -178,7 +190,7 @@ func sleepFor(ctx context.Context, d time.Duration) {
 }
 
 // inject applies one fault, holds it, and undoes it.
-func inject(ctx context.Context, tc *testCluster, admin *client.Client, kind string, rng *rand.Rand) error {
+func inject(ctx context.Context, tc *testCluster, admin *client.Client, kind string, rng *rand.Rand, tl *tally) error {
 	n := len(tc.c.Nodes)
 	victim := rng.IntN(n)
 	switch kind {
@@ -233,6 +245,7 @@ func inject(ctx context.Context, tc *testCluster, admin *client.Client, kind str
 			return fmt.Errorf("power loss of %s: %w", tc.id(victim), err)
 		}
 		tc.t.Logf("power loss of %s: checkpoint confirmOffset %d, cut at %d, zeroed %d commitlog bytes", tc.id(victim), confirm, cut, dropped)
+		tl.Evidence[faultPowerLoss+"/bytes-dropped"] += dropped
 		return tc.restart(victim)
 	}
 	if tc.lab == nil {
@@ -275,7 +288,13 @@ func inject(ctx context.Context, tc *testCluster, admin *client.Client, kind str
 	}
 	sleepFor(ctx, hold(rng))
 	if kind == faultLatency {
-		tc.t.Logf("latency: %d raft connections went through the delay proxies", tc.lab.proxied())
+		proxied := tc.lab.proxied()
+		tc.t.Logf("latency: %d raft connections went through the delay proxies", proxied)
+		tl.Evidence[faultLatency+"/proxied-conns"] += int64(proxied)
+		if proxied == 0 {
+			_ = tc.lab.heal()
+			return fmt.Errorf("latency fault on %s: no raft connection went through the delay proxies", tc.id(victim))
+		}
 	}
 	return tc.lab.heal()
 }

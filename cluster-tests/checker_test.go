@@ -18,6 +18,10 @@ import (
 type tally struct {
 	Schedules, Acked, Unknown, Failed, Commits int
 	Faults                                     map[string]int
+	// Evidence counts proofs that faults hit their window or had their
+	// effect (a kill before the node was healthy, a kill mid-install,
+	// commitlog bytes a power loss dropped).
+	Evidence map[string]int64
 
 	Lost, Duplicated, Inconsistent, Misplaced, Gaps, OrderViolations int
 	UnknownTwice, FailedPresent, Phantom, DirtyReads, ConsumerGaps   int
@@ -26,7 +30,7 @@ type tally struct {
 	problems []string
 }
 
-func newTally() *tally { return &tally{Faults: map[string]int{}} }
+func newTally() *tally { return &tally{Faults: map[string]int{}, Evidence: map[string]int64{}} }
 
 func (t *tally) problem(counter *int, format string, args ...any) {
 	*counter++
@@ -48,6 +52,9 @@ func (t *tally) add(o *tally) {
 	t.Commits += o.Commits
 	for k, v := range o.Faults {
 		t.Faults[k] += v
+	}
+	for k, v := range o.Evidence {
+		t.Evidence[k] += v
 	}
 	t.Lost += o.Lost
 	t.Duplicated += o.Duplicated
@@ -78,10 +85,15 @@ func (t *tally) String() string {
 		faults = append(faults, fmt.Sprintf("%s=%d", k, t.Faults[k]))
 		total += t.Faults[k]
 	}
-	return fmt.Sprintf("schedules=%d acked=%d unknown=%d failed=%d group-commits=%d faults=%d {%s}\n"+
+	var evidence []string
+	for k, v := range t.Evidence {
+		evidence = append(evidence, fmt.Sprintf("%s=%d", k, v))
+	}
+	sort.Strings(evidence)
+	return fmt.Sprintf("schedules=%d acked=%d unknown=%d failed=%d group-commits=%d faults=%d {%s} evidence {%s}\n"+
 		"lost=%d duplicated=%d inconsistent=%d misplaced=%d gaps=%d order=%d unknown-twice=%d failed-present=%d "+
 		"phantom=%d dirty-reads=%d consumer-gaps=%d offset-regressions=%d verify-failures=%d unrecovered=%d",
-		t.Schedules, t.Acked, t.Unknown, t.Failed, t.Commits, total, strings.Join(faults, " "),
+		t.Schedules, t.Acked, t.Unknown, t.Failed, t.Commits, total, strings.Join(faults, " "), strings.Join(evidence, " "),
 		t.Lost, t.Duplicated, t.Inconsistent, t.Misplaced, t.Gaps, t.OrderViolations, t.UnknownTwice, t.FailedPresent,
 		t.Phantom, t.DirtyReads, t.ConsumerGaps, t.OffsetRegressions, t.VerifyFailures, t.Unrecovered)
 }

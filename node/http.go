@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -61,6 +62,8 @@ type StatusJSON struct {
 	MinOffset      int64        `json:"minOffset"`
 	MaxOffset      int64        `json:"maxOffset"`
 	Members        []MemberJSON `json:"members"`
+	// LastSnapshotIndex is the Raft index of this node's newest snapshot.
+	LastSnapshotIndex uint64 `json:"lastSnapshotIndex"`
 }
 
 // MemberJSON is one entry of StatusJSON.Members.
@@ -86,5 +89,7 @@ func (n *Node) handleStatus(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	_ = enc.Encode(toStatusJSON(n.Status(), n.Serving()))
+	out := toStatusJSON(n.Status(), n.Serving())
+	out.LastSnapshotIndex, _ = strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64)
+	_ = enc.Encode(out)
 }

@@ -343,6 +343,19 @@ func (p *Proc) WaitHealthy(ctx context.Context) error {
 	}
 }
 
+// Get fetches path from the node's HTTP address and returns the body of a
+// 200 answer.
+func (p *Proc) Get(ctx context.Context, path string) ([]byte, error) {
+	body, code, err := p.get(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return body, fmt.Errorf("nodeproc: node %s %s: HTTP %d", p.Spec().ID, path, code)
+	}
+	return body, nil
+}
+
 // get performs one GET against the node's HTTP address.
 func (p *Proc) get(ctx context.Context, path string) ([]byte, int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Spec().HTTPAddr+path, nil)
