@@ -80,6 +80,9 @@ func New(cfg Config) (*Node, error) {
 func (n *Node) open() error {
 	sc := n.cfg.storeConfig()
 	sc.Logger = n.log.Named("store")
+	// A failed sync closes the store to writes; the node stops, and the
+	// next start recovers from what is really on disk.
+	sc.OnFailure = n.onFatal
 	if err := n.fs.MkdirAll(sc.Dir, 0o755); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}

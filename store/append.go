@@ -199,14 +199,14 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []commitlog.Message, results 
 	start, pos, err := s.log.AppendEntry(s.frame(h, kind), nil, a.accepted, a.queueOffsets, a.pos)
 	a.pos = pos
 	if err != nil {
-		return results, err
+		return results, s.failClosed(fmt.Errorf("append entry %d: %w", h.RaftIndex, err))
 	}
 	s.fillResults(results, a.accepted, pos, h)
 	// Publish the new confirm offset before the consume-queue units that
 	// point below it, so a reader never finds a unit beyond the applied log.
 	s.finishEntry(h, start, s.log.WriteOffset(), uint64(len(a.accepted)))
 	if err := s.dispatchAppended(a.accepted, a.queueOffsets, pos, h.StoreTimestamp); err != nil {
-		return results, err
+		return results, s.failClosed(fmt.Errorf("dispatch entry %d: %w", h.RaftIndex, err))
 	}
 	return results, nil
 }
@@ -228,6 +228,9 @@ func (s *Store) validateForApply(m *commitlog.Message) error {
 func (s *Store) checkWritable(h EntryHeader) error {
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if err := s.failed(); err != nil {
+		return err
 	}
 	if h.RaftIndex <= s.applied.RaftIndex {
 		return fmt.Errorf("%w: %d <= %d", ErrAlreadyApplied, h.RaftIndex, s.applied.RaftIndex)
@@ -434,13 +437,16 @@ func (s *Store) command(h EntryHeader, payload []byte, check func() error) error
 	s.mu.Lock()
 	err := s.meta.applyCommand(payload)
 	s.mu.Unlock()
-	return err
+	if err != nil {
+		return s.failClosed(fmt.Errorf("apply command of entry %d: %w", h.RaftIndex, err))
+	}
+	return nil
 }
 
 func (s *Store) appendFrame(h EntryHeader, kind commitlog.Kind, payload []byte) error {
 	start, _, err := s.log.AppendEntry(s.frame(h, kind), payload, nil, nil, nil)
 	if err != nil {
-		return err
+		return s.failClosed(fmt.Errorf("append entry %d: %w", h.RaftIndex, err))
 	}
 	s.finishEntry(h, start, s.log.WriteOffset(), 0)
 	return nil

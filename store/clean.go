@@ -1,6 +1,8 @@
 package store
 
 import (
+	"fmt"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/raftmq/raftmq/mmap"
@@ -38,12 +40,18 @@ func (s *Store) clean() error {
 	s.segMu.Unlock()
 	minOffset := s.log.MinOffset()
 	s.writeMu.Unlock()
-	if err != nil || deleted == 0 {
-		return err
+	if err != nil {
+		return s.failClosed(fmt.Errorf("retention: %w", err))
+	}
+	if deleted == 0 {
+		return nil
 	}
 	s.counters.segmentsDeleted.Add(uint64(deleted))
 	s.logger.Info("retention deleted commitlog segments", "count", deleted, "minOffset", minOffset, "forcibly", forcibly)
-	return s.cleanDerived(minOffset)
+	if err := s.cleanDerived(minOffset); err != nil {
+		return s.failClosed(fmt.Errorf("retention: %w", err))
+	}
+	return nil
 }
 
 func (s *Store) cleanDerived(minOffset int64) error {

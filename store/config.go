@@ -32,6 +32,10 @@ type Config struct {
 	DiskWarningRatio      int
 	Now                   func() time.Time // clock seam (retention only)
 	Logger                hclog.Logger
+	// OnFailure, if set, is called once when the store fails closed (a
+	// sync failed: see ErrFailedClosed), so its owner can stop serving and
+	// have recovery run from disk.
+	OnFailure func(error) `toml:"-"`
 }
 
 // DefaultConfig returns RocketMQ's defaults for a store in dir.

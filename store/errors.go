@@ -15,4 +15,11 @@ var (
 	ErrTopicExists     = errors.New("store: topic exists")
 	ErrBadConfig       = errors.New("store: bad config")
 	ErrBadCommand      = errors.New("store: malformed command")
+	// ErrFailedClosed: a sync (msync, fsync, checkpoint write) or a write
+	// of an entry failed. What the failed operation covered may or may not
+	// be on disk (Linux drops the dirty pages of a failed fsync, and a
+	// retried one succeeds), so the store fails closed: it takes no more
+	// writes and writes no more checkpoints, and its Close leaves the abort
+	// file, so the next Open recovers from what is really on disk.
+	ErrFailedClosed = errors.New("store: an I/O operation failed; the store takes no more writes until it is reopened")
 )

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/raftmq/raftmq/recovery"
@@ -19,9 +20,7 @@ func (s *Store) serviceLoop() {
 		case <-s.stop:
 			return
 		case <-flushTick.C:
-			if err := s.flush(); err != nil {
-				s.logger.Error("flush failed", "error", err)
-			}
+			_ = s.flush() // a failure fails the store closed and is logged there
 		case <-cleanTick.C:
 			if err := s.clean(); err != nil {
 				s.logger.Error("retention failed", "error", err)
@@ -51,6 +50,9 @@ func (s *Store) FlushTo(offset int64) error {
 func (s *Store) flush() error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
+	if err := s.failed(); err != nil {
+		return err
+	}
 	started := time.Now()
 	ckpt, segs := s.captureCheckpoint()
 	if ckpt.ConfirmOffset == s.ckptOffset.Load() && s.flushedOffset.Load() >= ckpt.ConfirmOffset && s.ckptWritten {
@@ -58,7 +60,7 @@ func (s *Store) flush() error {
 	}
 	// 1. commitlog up to confirm, outside writeMu: those bytes never change.
 	if err := s.flushCommitLog(segs, ckpt.ConfirmOffset); err != nil {
-		return err
+		return s.failClosed(fmt.Errorf("commitlog: %w", err))
 	}
 	// 2. consume queues, 3. index: they may hold more than confirm; recovery
 	// cuts what lies above the checkpoint.
@@ -69,11 +71,11 @@ func (s *Store) flush() error {
 	}
 	s.writeMu.Unlock()
 	if err != nil {
-		return err
+		return s.failClosed(fmt.Errorf("consume queues or index: %w", err))
 	}
 	// 4. the checkpoint, atomically, last.
 	if err := recovery.WriteCheckpoint(s.fs, s.cfg.Dir, &ckpt); err != nil {
-		return err
+		return s.failClosed(fmt.Errorf("checkpoint: %w", err))
 	}
 	s.ckptOffset.Store(ckpt.ConfirmOffset)
 	s.ckptWritten = true
@@ -128,3 +130,31 @@ func (s *Store) flushCommitLog(segs []segmentRange, upTo int64) error {
 	}
 	return nil
 }
+
+// failClosed records the first failed sync or entry write: from then on the store takes
+// no writes (checkWritable), writes no checkpoint (flush) and keeps its
+// abort file (Close), and OnFailure is told once. It returns the failure,
+// which wraps ErrFailedClosed and cause.
+func (s *Store) failClosed(cause error) error {
+	err := fmt.Errorf("%w: %w", ErrFailedClosed, cause)
+	if !s.failure.CompareAndSwap(nil, &err) {
+		return *s.failure.Load()
+	}
+	s.logger.Error("I/O failed: the store takes no more writes; reopen it to recover from disk", "error", cause)
+	if s.cfg.OnFailure != nil {
+		s.cfg.OnFailure(err)
+	}
+	return err
+}
+
+// failed returns the failure recorded by failClosed, or nil.
+func (s *Store) failed() error {
+	if p := s.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Failed reports the failure that closed the store to writes (it wraps
+// ErrFailedClosed), or nil.
+func (s *Store) Failed() error { return s.failed() }

@@ -73,6 +73,7 @@ type Store struct {
 	flushedOffset    atomic.Int64 // commitlog durable up to here
 	ckptOffset       atomic.Int64 // confirmOffset of the last checkpoint written
 	closed           atomic.Bool
+	failure          atomic.Pointer[error] // set once by failClosed
 	counters         counters
 	plan             recovery.Plan
 	recoveryDuration time.Duration
@@ -155,7 +156,7 @@ func (s *Store) checkpointRecovered() {
 		err = recovery.WriteCheckpoint(s.fs, s.cfg.Dir, &rc.ckpt)
 	}
 	if err != nil {
-		s.logger.Error("checkpoint after recovery failed", "error", err)
+		_ = s.failClosed(fmt.Errorf("checkpoint after recovery: %w", err))
 		return
 	}
 	s.ckptOffset.Store(rc.ckpt.ConfirmOffset)
