@@ -98,6 +98,15 @@ var unitBufs = sync.Pool{New: func() any { return new([]consumequeue.Unit) }}
 // readQueue serves units from offset: to fn if set, else copied into
 // res.Messages.
 func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, maxNum, maxBytes int, filter tagFilter, fn func(*commitlog.Record) error) (GetResult, error) {
+	// Hold the segments (and the queue files: Close unmaps them under the
+	// same lock) for the whole read, and look at closed again under it: a
+	// Close that ran since getMessages' check would otherwise make every
+	// record look removed by retention, and the consumer would skip them.
+	s.segMu.RLock()
+	defer s.segMu.RUnlock()
+	if s.closed.Load() {
+		return res, ErrClosed
+	}
 	window := min(maxNum*4, maxPullMessages)
 	ubuf := unitBufs.Get().(*[]consumequeue.Unit)
 	defer unitBufs.Put(ubuf)
@@ -121,8 +130,6 @@ func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, ma
 		res.Messages = make([]Message, 0, min(len(units), maxNum))
 	}
 	topic, queueID := q.Topic(), q.QueueID()
-	s.segMu.RLock()
-	defer s.segMu.RUnlock()
 	confirm := s.ConfirmOffset()
 	next, bytes, found := offset, 0, 0
 	// One record variable for the whole call: fn(&r) makes it escape, and
@@ -141,7 +148,7 @@ func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, ma
 		}
 		ref := commitlog.RecordRef{Offset: u.PhyOffset, Size: u.Size, Topic: topic, QueueID: queueID, QueueOffset: offset + int64(i)}
 		r, err = s.log.ReadRecordRef(ref)
-		if errors.Is(err, commitlog.ErrOutOfRange) {
+		if errors.Is(err, commitlog.ErrOutOfRange) && u.PhyOffset < s.log.MinOffset() {
 			continue // removed by retention meanwhile
 		}
 		if err != nil {
