@@ -73,7 +73,7 @@ func scanSegments(segs []mmap.Segment, st scanState) (int64, scanState) {
 // maxOffset if there is none).
 func (q *Queue) firstRealLocked() int64 {
 	off := q.mq.MinOffset() / UnitSize
-	for off < q.maxOffset && q.unitAt(off).IsFiller() {
+	for off < q.maxOffset && q.unitOrFiller(off).IsFiller() {
 		off++
 	}
 	return off
@@ -84,7 +84,7 @@ func (q *Queue) firstRealLocked() int64 {
 func (q *Queue) searchLocked(lo, hi int64, pred func(Unit) bool) int64 {
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		if pred(q.unitAt(mid)) {
+		if pred(q.unitOrFiller(mid)) {
 			hi = mid
 		} else {
 			lo = mid + 1
@@ -117,7 +117,7 @@ func (q *Queue) TruncateAtPhy(phy int64) error {
 	q.maxOffset = cut
 	q.maxPhy = 0
 	if cut > first {
-		if u := q.unitAt(cut - 1); !u.IsFiller() {
+		if u := q.unitOrFiller(cut - 1); !u.IsFiller() {
 			q.maxPhy = u.End()
 		}
 	}

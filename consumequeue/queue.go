@@ -189,17 +189,35 @@ func (q *Queue) Get(queueOffset int64) (Unit, error) {
 	if queueOffset < q.minOffset || queueOffset >= q.maxOffset {
 		return Unit{}, fmt.Errorf("%w: %d not in [%d, %d)", ErrOffset, queueOffset, q.minOffset, q.maxOffset)
 	}
-	return q.unitAt(queueOffset), nil
+	u, ok := q.unitAt(queueOffset)
+	if !ok {
+		return Unit{}, q.missingFile(queueOffset)
+	}
+	return u, nil
 }
 
-// unitAt reads the unit at off, which must lie within the files.
-func (q *Queue) unitAt(off int64) Unit {
+// unitAt reads the unit at off; ok is false when no file holds it (a
+// corrupt queue: every offset in [MinOffset, MaxOffset) has a file).
+func (q *Queue) unitAt(off int64) (u Unit, ok bool) {
 	pos := off * UnitSize
 	seg, ok := q.mq.Find(pos)
 	if !ok {
-		panic(fmt.Sprintf("consumequeue: %s-%d: offset %d below MaxOffset has no file", q.topic, q.id, off))
+		return Unit{}, false
 	}
-	return decodeUnit(seg.File.Bytes()[pos-seg.Start:])
+	return decodeUnit(seg.File.Bytes()[pos-seg.Start:]), true
+}
+
+// unitOrFiller is unitAt for the queue's own maintenance, which treats a
+// unit no file holds as a filler (it points at nothing).
+func (q *Queue) unitOrFiller(off int64) Unit {
+	if u, ok := q.unitAt(off); ok {
+		return u
+	}
+	return Filler
+}
+
+func (q *Queue) missingFile(off int64) error {
+	return fmt.Errorf("%w: %s-%d: offset %d below MaxOffset %d has no file", ErrCorrupt, q.topic, q.id, off, q.maxOffset)
 }
 
 // Range appends to dst up to max units starting at from and returns it. from
@@ -224,7 +242,7 @@ func (q *Queue) Range(from int64, max int, dst []Unit) ([]Unit, error) {
 	for off := from; off < end; {
 		seg, ok := q.mq.Find(off * UnitSize)
 		if !ok {
-			panic(fmt.Sprintf("consumequeue: %s-%d: offset %d below MaxOffset has no file", q.topic, q.id, off))
+			return dst, q.missingFile(off)
 		}
 		b := seg.File.Bytes()
 		for ; off < end && off*UnitSize < seg.End(); off++ {

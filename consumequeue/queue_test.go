@@ -298,3 +298,25 @@ func TestConcurrentReaders(t *testing.T) {
 		}
 	}
 }
+
+// A queue whose offsets run past its files (a corrupt state: MaxOffset is
+// above the last unit any file holds) answers ErrCorrupt instead of
+// panicking, and its own maintenance treats the missing units as fillers.
+func TestMissingFileIsCorruptNotPanic(t *testing.T) {
+	s := openTest(t, vfs.NewMem(), tfs)
+	q := mustQueue(t, s, "T", 0)
+	putN(t, q, 0, 7)
+	q.mu.Lock()
+	q.maxOffset = 3 * testUnitsPerFile // no file holds the units past 7's file
+	q.mu.Unlock()
+	off := int64(2 * testUnitsPerFile)
+	if _, err := q.Get(off); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("get %d: %v, want ErrCorrupt", off, err)
+	}
+	if _, err := q.Range(0, 3*testUnitsPerFile, nil); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("range over the missing file: %v, want ErrCorrupt", err)
+	}
+	if err := q.TruncateAtPhy(1 << 40); err != nil {
+		t.Fatalf("truncate: %v", err)
+	}
+}

@@ -22,7 +22,7 @@ func (q *Queue) TruncateAtOffset(off int64) error {
 	q.maxOffset = cut
 	q.maxPhy = 0
 	if cut > q.mq.MinOffset()/UnitSize {
-		if u := q.unitAt(cut - 1); !u.IsFiller() {
+		if u := q.unitOrFiller(cut - 1); !u.IsFiller() {
 			q.maxPhy = u.End()
 		}
 	}
