@@ -47,6 +47,9 @@ type Config struct {
 	OnFatal func(error)
 	// OnRestore is called after Restore reopened the store.
 	OnRestore func(*store.Store)
+	// SnapshotBytes, if positive, makes SnapshotDue fire once the command
+	// bytes applied since the last snapshot reach it.
+	SnapshotBytes int64
 }
 
 // FSM is the raft.BatchingFSM over a store.Store.
@@ -61,6 +64,13 @@ type FSM struct {
 
 	applied, skipped, rejected, other atomic.Uint64
 
+	// Raft log bytes (command entries) handed to the FSM, in total and as
+	// of the last snapshot capture, and entries likewise: the node's
+	// snapshot-by-size trigger and trailing-log sizing read them.
+	logBytes, logBytesAtSnapshot     atomic.Int64
+	logEntries, logEntriesAtSnapshot atomic.Int64
+	snapshotDue                      chan struct{} // buffered 1
+
 	mu      sync.Mutex
 	members map[string]string
 }
@@ -72,7 +82,7 @@ func New(st *store.Store, cfg Config) *FSM {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	f := &FSM{cfg: cfg, log: cfg.Logger, members: make(map[string]string)}
+	f := &FSM{cfg: cfg, log: cfg.Logger, members: make(map[string]string), snapshotDue: make(chan struct{}, 1)}
 	f.setStore(st)
 	return f
 }
@@ -137,6 +147,7 @@ func (f *FSM) applyOne(l *raft.Log) interface{} {
 		f.other.Add(1)
 		return nil
 	}
+	f.countLogBytes(len(l.Data))
 	if f.fatal != nil {
 		return &ApplyResponse{Err: f.fatal}
 	}
@@ -241,11 +252,38 @@ func (f *FSM) reject(st *store.Store, h store.EntryHeader, err error) interface{
 	return &ApplyResponse{Err: err}
 }
 
+// countLogBytes adds one command entry of n bytes and signals SnapshotDue
+// when the bytes since the last snapshot reach Config.SnapshotBytes.
+func (f *FSM) countLogBytes(n int) {
+	total := f.logBytes.Add(int64(n))
+	f.logEntries.Add(1)
+	if f.cfg.SnapshotBytes > 0 && total-f.logBytesAtSnapshot.Load() >= f.cfg.SnapshotBytes {
+		select {
+		case f.snapshotDue <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// SnapshotDue receives a value when the Raft log bytes applied since the
+// last snapshot reached Config.SnapshotBytes (at most one is pending).
+func (f *FSM) SnapshotDue() <-chan struct{} { return f.snapshotDue }
+
+// LogSinceSnapshot is the command bytes and entries applied since the last
+// snapshot was captured.
+func (f *FSM) LogSinceSnapshot() (bytes, entries int64) {
+	return f.logBytes.Load() - f.logBytesAtSnapshot.Load(), f.logEntries.Load() - f.logEntriesAtSnapshot.Load()
+}
+
 // Snapshot captures the store's point-in-time state; O(metadata).
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if f.fatal != nil {
 		return nil, f.fatal
 	}
+	// Raft calls Snapshot on the FSM goroutine: no entry is applied
+	// between this count and the capture below.
+	f.logBytesAtSnapshot.Store(f.logBytes.Load())
+	f.logEntriesAtSnapshot.Store(f.logEntries.Load())
 	st := f.Store()
 	return &fsmSnapshot{fsm: f, st: st, snap: st.CaptureSnapshot(), members: f.Members()}, nil
 }
@@ -265,6 +303,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return f.stop(fmt.Errorf("%w: restore snapshot: %w", ErrFatal, err))
 	}
 	f.fatal = nil
+	f.logBytesAtSnapshot.Store(f.logBytes.Load())
+	f.logEntriesAtSnapshot.Store(f.logEntries.Load())
 	f.mu.Lock()
 	f.members = h.Members
 	f.mu.Unlock()

@@ -66,6 +66,15 @@ type RaftConfig struct {
 	PreVoteDisabled    bool          `toml:"pre_vote_disabled"`
 	TransportTimeout   time.Duration `toml:"transport_timeout"`
 	MaxPool            int           `toml:"max_pool"`
+	// SnapshotBytes takes a snapshot once this many bytes of Raft log were
+	// applied since the last one (0: off), besides SnapshotThreshold and
+	// SnapshotInterval: a local snapshot costs O(metadata), and it bounds
+	// what a restart after kill -9 reads back from the Raft log.
+	SnapshotBytes int64 `toml:"snapshot_bytes"`
+	// TrailingBytes caps the log kept behind a snapshot by size as well as
+	// by TrailingLogs: before a size-triggered snapshot the kept entries
+	// are set to TrailingBytes over the mean entry size (0: count only).
+	TrailingBytes int64 `toml:"trailing_bytes"`
 	// LogStore is the Raft log store: "boltdb" (default) or "wal"
 	// (hashicorp/raft-wal, experimental; see OpenRaftStore).
 	LogStore string `toml:"log_store"`
@@ -127,6 +136,8 @@ func DefaultConfig() Config {
 			SnapshotInterval:   120 * time.Second,
 			SnapshotThreshold:  8192,
 			SnapshotRetain:     2,
+			SnapshotBytes:      256 << 20,
+			TrailingBytes:      256 << 20,
 			TransportTimeout:   10 * time.Second,
 			MaxPool:            3,
 			LogStore:           LogStoreBolt,
@@ -222,6 +233,8 @@ func (c *Config) validateRaft() error {
 		return bad("raft max_append_entries %d must be in 1..1024", r.MaxAppendEntries)
 	case r.SnapshotRetain < 1:
 		return bad("raft snapshot_retain %d < 1", r.SnapshotRetain)
+	case r.SnapshotBytes < 0 || r.TrailingBytes < 0:
+		return bad("raft snapshot_bytes %d and trailing_bytes %d must be >= 0", r.SnapshotBytes, r.TrailingBytes)
 	case r.SnapshotInterval < 5*time.Millisecond:
 		return bad("raft snapshot_interval %v < 5ms", r.SnapshotInterval)
 	case r.TransportTimeout <= 0:

@@ -90,7 +90,8 @@ func (n *Node) open() error {
 	if err != nil {
 		return fmt.Errorf("node: open store: %w", err)
 	}
-	n.fsm = fsm.New(st, fsm.Config{FS: n.fs, Store: sc, Logger: n.log.Named("fsm"), OnFatal: n.onFatal})
+	n.fsm = fsm.New(st, fsm.Config{FS: n.fs, Store: sc, Logger: n.log.Named("fsm"), OnFatal: n.onFatal,
+		SnapshotBytes: n.cfg.Raft.SnapshotBytes})
 	if err := n.openRaft(); err != nil {
 		return err
 	}
@@ -227,6 +228,7 @@ func (n *Node) startServers() error {
 		}
 	})
 	n.goroutine(n.leaderLoop)
+	n.goroutine(n.snapshotBySize)
 	n.goroutine(n.batcher.run)
 	if n.cfg.Join != "" {
 		n.goroutine(n.joinLoop)
