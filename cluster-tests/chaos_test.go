@@ -155,6 +155,7 @@ func runSchedule(t *testing.T, seed int64, useNet bool, extra int) *tally {
 	}
 	cancel()
 	_ = verifyStopped(tc, tl)
+	checkOwnGroupOffsets(tc, w, tl)
 	t.Logf("seed %d: %s", seed, tl)
 	if tl.Acked == 0 {
 		tl.problem(&tl.Unrecovered, "seed %d: no send was acknowledged: the schedule tested nothing", seed)

@@ -23,6 +23,7 @@ import (
 	"github.com/raftmq/raftmq/internal/nodeproc"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/recovery"
+	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -55,6 +56,15 @@ DiskMaxUsedSpaceRatio = 100
 CleanForciblyRatio = 100
 DiskWarningRatio = 100
 `
+
+// harnessStoreConfig is nodeConfig's [store] for a store opened offline.
+func harnessStoreConfig(dir string) store.Config {
+	c := store.DefaultConfig(dir)
+	c.CommitLogFileSize, c.ConsumeQueueFileSize = 1048576, 20000
+	c.IndexMaxHashSlots, c.IndexMaxIndexes, c.MaxMessageSize = 4096, 16384, 65536
+	c.UseAllocator, c.PreTouch = false, false
+	return c
+}
 
 // clusterOptions choose how a test cluster runs.
 type clusterOptions struct {
