@@ -395,3 +395,46 @@ func TestTransferUnderLoadLosesNothing(t *testing.T) {
 	}
 	t.Logf("acked %d, unknown %d, stored %d", len(acked), len(unknown), len(seen))
 }
+
+// TestJoinLoopAsksTheLeaderNotItsOwnConfig: a joining node's own Raft
+// configuration can list it as a voter when the cluster no longer does — a
+// member removed while it was down keeps its old configuration, and a wiped
+// member that rejoins installs a snapshot taken before its removal (the
+// chaos suite's kill-during-membership: the rejoiner's retry saw the
+// snapshot's configuration and its join loop ended silently, so it stayed
+// a non-voter). Only the leader's answer ends the join loop.
+func TestJoinLoopAsksTheLeaderNotItsOwnConfig(t *testing.T) {
+	c := startCluster(t, 3)
+	c.send("before", 10)
+	l := c.leader()
+	f := 0
+	for i, n := range c.nodes {
+		if n != l {
+			f = i
+		}
+	}
+	id := c.cfgs[f].ID
+	if err := c.nodes[f].Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[f] = nil
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.Remove(ctx, id); err != nil {
+		t.Fatalf("remove %s: %v", id, err)
+	}
+	c.send("while-removed", 10)
+	// Restart it on its old data with --join: its own configuration still
+	// lists it as a voter, the leader's does not list it at all.
+	c.cfgs[f].Bootstrap, c.cfgs[f].Peers, c.cfgs[f].Join = false, nil, l.APIAddr()
+	c.nodes[f] = c.start(f)
+	if srv, ok, _ := c.nodes[f].server(raft.ServerID(id)); !ok || srv.Suffrage != raft.Voter {
+		t.Fatalf("%s's own configuration does not list it as a voter (%v, %v): the test does not set up a stale view", id, ok, srv)
+	}
+	waitFor(t, id+" to be a voter in the leader's configuration", 30*time.Second, func() bool {
+		srv, ok, _ := c.leader().server(raft.ServerID(id))
+		return ok && srv.Suffrage == raft.Voter
+	})
+	c.send("after", 10)
+	c.assertIdentical()
+}

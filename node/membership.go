@@ -175,12 +175,14 @@ func (n *Node) Transfer(ctx context.Context, id string) error {
 }
 
 // joinLoop asks the member at cfg.Join to add this node, retrying until it
-// succeeds, the node is already a voter, or the node stops.
+// succeeds (the leader answers; a voter at the same Raft address is a
+// no-op there) or the node stops. This node's own configuration is not
+// asked: it can list this node as a voter when the cluster does not — a
+// member removed while it was down keeps its old configuration, and a
+// wiped member rejoining installs a snapshot taken before its removal and
+// lists itself as a voter until the later entries arrive.
 func (n *Node) joinLoop() {
 	for attempt := 0; ; attempt++ {
-		if srv, ok, _ := n.server(raft.ServerID(n.cfg.ID)); ok && srv.Suffrage == raft.Voter {
-			return
-		}
 		err := n.joinVia(n.cfg.Join)
 		if err == nil {
 			n.log.Info("joined cluster", "via", n.cfg.Join)
