@@ -323,8 +323,13 @@ func (tc *testCluster) waitVoters(ctx context.Context, d time.Duration) error {
 				}
 				why = fmt.Sprintf("%d voters: %+v", voters, s.Members)
 			}
-		} else {
+		} else if why == "" || ctx.Err() == nil {
 			why = err.Error()
+		} else {
+			// A poll cut short by this wait's own deadline does not hide
+			// what the last full poll saw (a healthy node's /status then
+			// reads as "context deadline exceeded").
+			why = fmt.Sprintf("%s (then, at the deadline: %v)", why, err)
 		}
 		select {
 		case <-ctx.Done():
