@@ -13,8 +13,9 @@
 // NoSnapshotRestoreOnStart. A node without Raft state bootstraps: from --peers
 // with --bootstrap, or alone when it has neither peers nor --join (so a bare
 // raftmq-node is a working single-node cluster). With --join it asks the
-// member at that API address (gRPC Join) to add it, retrying until it is a
-// member. Close transfers leadership if this node leads, shuts Raft down and
+// member at that API address (gRPC Join) to add it, retrying until the
+// leader answers that it is a voter (every start: its own configuration,
+// old or from a snapshot taken before its removal, is no proof). Close transfers leadership if this node leads, shuts Raft down and
 // closes the store (flush, checkpoint, abort file removed). Run waits for ctx
 // or a fatal FSM error and then closes. Every goroutine is started through
 // Node.goroutine and waited for by Close.
