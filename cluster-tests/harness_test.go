@@ -307,7 +307,7 @@ func (tc *testCluster) sameState(ctx context.Context) (string, error) {
 func (tc *testCluster) rejoinWiped(ctx context.Context, cl *client.Client, i int) error {
 	id := tc.id(i)
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	err := cl.Remove(rctx, id)
+	err := tc.remove(rctx, cl, id)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("remove %s: %w", id, err)
@@ -327,6 +327,29 @@ func (tc *testCluster) rejoinWiped(ctx context.Context, cl *client.Client, i int
 	}
 	tc.c.Nodes[i] = p
 	return nil
+}
+
+// remove takes member id out of the configuration. A Remove whose outcome
+// is unknown (the leader lost leadership while committing it, a normal
+// outcome under load) is asked again: a member already removed answers
+// ErrNotFound, which then means done. Bounded by ctx.
+func (tc *testCluster) remove(ctx context.Context, cl *client.Client, id string) error {
+	err := cl.Remove(ctx, id)
+	for tries := 1; client.IsOutcomeUnknown(err); tries++ {
+		tc.t.Logf("remove %s: %v; asking again", id, err)
+		pace := time.NewTimer(100 * time.Millisecond) // retry pacing, not a condition
+		select {
+		case <-ctx.Done():
+			pace.Stop()
+			return fmt.Errorf("outcome still unknown after %d tries: %w", tries, err)
+		case <-pace.C:
+		}
+		err = cl.Remove(ctx, id)
+		if errors.Is(err, client.ErrNotFound) {
+			return nil // the earlier try was applied
+		}
+	}
+	return err
 }
 
 // dropUnflushed simulates the power loss of node i's machine after a kill
