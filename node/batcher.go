@@ -47,10 +47,11 @@ type sendResult struct {
 //   - with no entry in Raft, whatever waits is proposed at once;
 //   - a full entry is proposed as soon as a slot is free;
 //   - a partial entry is proposed while others are in Raft only once it
-//     holds at least half the messages of the average entry in flight.
-//     Otherwise, when an entry returns, the first Send of the many it
-//     answered would take the free slot alone, and entries would shrink to
-//     whatever arrived in one apply time.
+//     holds at least half the messages of the entry that returned last:
+//     the Sends that entry answered come back as the next ones. Otherwise
+//     the first of them would take the free slot alone, and entries would
+//     shrink to whatever arrived in one apply time (and a small entry in
+//     flight would keep the next one small).
 //
 // Under load entries therefore settle near (Sends outstanding) /
 // MaxInFlight, up to the bounds; Raft replicates everything proposed while
@@ -72,7 +73,7 @@ type batcher struct {
 	qMsgs    int           // messages of the pending requests in queue
 	qBytes   int           // msgBytes of the pending requests in queue
 	inFlight int           // entries proposed and not yet returned
-	flyMsgs  int           // messages of those entries
+	lastMsgs int           // messages of the entry that returned last
 	room     chan struct{} // closed when queue space frees; nil if nobody waits
 	closed   bool
 }
@@ -105,7 +106,6 @@ func (b *batcher) send(ctx context.Context, msgs []commitlog.Message) ([]store.P
 	b.mu.Lock()
 	if !b.closed && b.qMsgs == 0 && b.inFlight == 0 {
 		b.inFlight++
-		b.flyMsgs += len(msgs)
 		b.mu.Unlock()
 		return b.sendNow(req)
 	}
@@ -236,7 +236,7 @@ func (b *batcher) sendNow(req *sendReq) ([]store.PutResult, error) {
 func (b *batcher) returned(count int) {
 	b.mu.Lock()
 	b.inFlight--
-	b.flyMsgs -= count
+	b.lastMsgs = count
 	b.mu.Unlock()
 	b.signal()
 }
@@ -271,7 +271,6 @@ func (b *batcher) next() ([]*sendReq, int, int) {
 			if wait <= 0 {
 				batch, count, bytes := b.take()
 				b.inFlight++
-				b.flyMsgs += count
 				b.mu.Unlock()
 				return batch, count, bytes
 			}
@@ -297,7 +296,7 @@ func (b *batcher) next() ([]*sendReq, int, int) {
 // ready reports whether an entry may be proposed now (mu held): see batcher.
 func (b *batcher) ready() bool {
 	return b.qMsgs > 0 && b.inFlight < b.g.MaxInFlight &&
-		(b.inFlight == 0 || b.full() || 2*b.qMsgs*b.inFlight >= b.flyMsgs)
+		(b.inFlight == 0 || b.full() || 2*b.qMsgs >= b.lastMsgs)
 }
 
 // full reports whether the queue holds a whole entry (mu held).
