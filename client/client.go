@@ -236,9 +236,18 @@ func (c *Client) write(ctx context.Context, idempotent bool, call func(context.C
 		if !safe && !(idempotent && ctx.Err() == nil && transient(err)) {
 			return classify(err, true)
 		}
-		_, hint := transport.RetryReason(err)
+		reason, hint := transport.RetryReason(err)
+		if reason == transport.ReasonOverloaded {
+			// The leader's queue was full: nothing was proposed. Same
+			// leader, after the backoff.
+			c.log.Debug("write refused: leader overloaded; backing off", "addr", addr, "error", err)
+			continue
+		}
 		c.log.Debug("write not accepted; re-resolving leader", "addr", addr, "hint", hint, "error", err)
 		c.setLeader(hint)
+	}
+	if r, _ := transport.RetryReason(last); r == transport.ReasonOverloaded {
+		return fmt.Errorf("%w after %d attempts: %w", ErrOverloaded, c.opts.MaxAttempts, last)
 	}
 	return fmt.Errorf("%w after %d attempts: %w", ErrUnavailable, c.opts.MaxAttempts, last)
 }

@@ -109,6 +109,28 @@ func TestNoLeaderGivesUp(t *testing.T) {
 	}
 }
 
+// A leader whose group-commit queue is full refuses with RESOURCE_EXHAUSTED
+// (reason OVERLOADED): nothing was proposed, so the client retries on the
+// same leader after its backoff, without re-resolving, and reports
+// ErrOverloaded when every attempt was refused.
+func TestOverloadedIsRetriedOnSameLeader(t *testing.T) {
+	leader, follower, lAddr, _ := cluster(t)
+	c := newClient(t, lAddr)
+	leader.set(func(f *fakeNode) { f.sendErr = fmt.Errorf("node: queue full: %w", transport.ErrOverloaded) })
+	c.opts.MaxAttempts = 3
+	_, err := c.Send(testCtx(t), NewMessage("T", []byte("x")))
+	if !errors.Is(err, ErrOverloaded) || IsOutcomeUnknown(err) || status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("err %v (code %v), want ErrOverloaded with RESOURCE_EXHAUSTED", err, status.Code(err))
+	}
+	if leader.Sends() != 3 || follower.Sends() != 0 || c.leader() != lAddr {
+		t.Fatalf("sends leader=%d follower=%d, leader %q: want 3 tries on %s", leader.Sends(), follower.Sends(), c.leader(), lAddr)
+	}
+	leader.set(func(f *fakeNode) { f.sendErr = nil })
+	if _, err := c.Send(testCtx(t), NewMessage("T", []byte("x"))); err != nil {
+		t.Fatalf("send once the queue has room: %v", err)
+	}
+}
+
 func TestClassify(t *testing.T) {
 	cases := []struct {
 		err   error

@@ -20,7 +20,11 @@ var (
 	ErrOutcomeUnknown = errors.New("client: outcome unknown")
 	// ErrUnavailable: no leader (or no server) could be reached before the
 	// retries or the context ran out. Nothing was applied.
-	ErrUnavailable   = errors.New("client: cluster unavailable")
+	ErrUnavailable = errors.New("client: cluster unavailable")
+	// ErrOverloaded: the leader refused the write every time because its
+	// queue of writes waiting for Raft was full (RESOURCE_EXHAUSTED, reason
+	// OVERLOADED). Nothing was applied; retry later or send less at once.
+	ErrOverloaded    = errors.New("client: leader overloaded")
 	ErrInvalid       = errors.New("client: invalid argument")
 	ErrNotFound      = errors.New("client: not found")
 	ErrAlreadyExists = errors.New("client: already exists")

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,56 +39,86 @@ type sendResult struct {
 // batcher is the leader's group commit: concurrent Sends become one
 // MessageBatch entry, bounded by GroupCommit.MaxBytes and MaxMessages.
 //
-// It is adaptive, with no timer on the hot path: at most
-// GroupCommit.MaxInFlight entries are proposed and not yet applied; while
-// they are in Raft, new Sends queue up, and the moment one returns, all that
-// queued (within the bounds) becomes the next entry. A lone Send on an idle
-// leader is proposed at once; under load entries grow with the load.
+// It is adaptive, with no timer on the hot path. A lone Send on an idle
+// leader (nothing queued, nothing in Raft) is proposed at once on the
+// caller's goroutine. Otherwise Sends wait in one bounded queue, and the
+// batcher goroutine takes all that waits (up to the entry bounds) at once,
+// with up to GroupCommit.MaxInFlight entries in Raft:
+//   - with no entry in Raft, whatever waits is proposed at once;
+//   - a full entry is proposed as soon as a slot is free;
+//   - a partial entry is proposed while others are in Raft only once it
+//     holds at least half the messages of the entry that returned last:
+//     the Sends that entry answered come back as the next ones. Otherwise
+//     the first of them would take the free slot alone, and entries would
+//     shrink to whatever arrived in one apply time (and a small entry in
+//     flight would keep the next one small).
+//
+// Under load entries therefore settle near (Sends outstanding) /
+// MaxInFlight, up to the bounds; Raft replicates everything proposed while
+// an AppendEntries is out in the next one, so fewer, larger entries cost no
+// replication parallelism.
+//
+// The queue is bounded by GroupCommit.MaxQueueMessages and MaxQueueBytes
+// (backpressure): a Send that does not fit waits up to GroupCommit.QueueWait
+// (and within its deadline) for room, then fails with
+// transport.ErrOverloaded without anything proposed.
 type batcher struct {
-	n     *Node
-	in    chan *sendReq
-	slots chan struct{} // one token per entry in flight
-	carry *sendReq      // run goroutine only: did not fit the previous entry
+	n *Node
+	g GroupCommit
+
+	wake chan struct{} // buffered 1: a request was queued or an entry returned
+
+	mu       sync.Mutex
+	queue    []*sendReq    // FIFO; abandoned requests stay until taken, uncounted
+	qMsgs    int           // messages of the pending requests in queue
+	qBytes   int           // msgBytes of the pending requests in queue
+	inFlight int           // entries proposed and not yet returned
+	lastMsgs int           // messages of the entry that returned last
+	room     chan struct{} // closed when queue space frees; nil if nobody waits
+	closed   bool
 }
 
 func newBatcher(n *Node) *batcher {
-	return &batcher{n: n, in: make(chan *sendReq, 4*n.cfg.Raft.MaxAppendEntries),
-		slots: make(chan struct{}, max(1, n.cfg.GroupCommit.MaxInFlight))}
+	g := n.cfg.GroupCommit
+	g.MaxInFlight = max(1, g.MaxInFlight)
+	g.MaxQueueMessages = max(g.MaxQueueMessages, g.MaxMessages)
+	g.MaxQueueBytes = max(g.MaxQueueBytes, g.MaxBytes)
+	return &batcher{n: n, g: g, wake: make(chan struct{}, 1)}
 }
 
 func msgBytes(m *commitlog.Message) int { return len(m.Topic) + len(m.Body) + len(m.Properties) + 64 }
 
+// entryBytes bounds an entry below fsm.MaxCommandBytes with room for the
+// command's framing.
+const entryBytesLimit = fsm.MaxCommandBytes / 2
+
 // send enqueues msgs and waits for their results, bounded by ctx.
 //
-// On an idle leader (nothing queued, an in-flight slot free) the calling
-// goroutine proposes its request itself and waits for the future: no hand-off
-// to the batcher goroutine and back, which is two scheduler wake-ups less on
-// the latency of a lone synchronous Send.
+// On an idle leader (nothing queued, no entry in Raft) the calling goroutine
+// proposes its request itself and waits for the future: no hand-off to the
+// batcher goroutine and back, which is two scheduler wake-ups less on the
+// latency of a lone synchronous Send.
 func (b *batcher) send(ctx context.Context, msgs []commitlog.Message) ([]store.PutResult, error) {
 	req := &sendReq{msgs: msgs, queued: time.Now()}
 	for i := range msgs {
 		req.bytes += msgBytes(&msgs[i])
 	}
-	if len(b.in) == 0 {
-		select {
-		case b.slots <- struct{}{}:
-			return b.sendNow(req)
-		default:
-		}
+	b.mu.Lock()
+	if !b.closed && b.qMsgs == 0 && b.inFlight == 0 {
+		b.inFlight++
+		b.mu.Unlock()
+		return b.sendNow(req)
 	}
+	b.mu.Unlock()
 	req.done = make(chan sendResult, 1)
-	select {
-	case b.in <- req:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-b.n.stop:
-		return nil, fmt.Errorf("node shutting down: %w", transport.ErrNotLeader)
+	if err := b.enqueue(ctx, req); err != nil {
+		return nil, err
 	}
 	select {
 	case r := <-req.done:
 		return r.results, r.err
 	case <-ctx.Done():
-		if req.state.CompareAndSwap(reqPending, reqAbandoned) {
+		if b.abandon(req) {
 			return nil, ctx.Err()
 		}
 		select { // proposed: the result may already be there
@@ -99,12 +130,95 @@ func (b *batcher) send(ctx context.Context, msgs []commitlog.Message) ([]store.P
 	}
 }
 
+// enqueue appends req to the queue, waiting for room while the queue is
+// full: up to GroupCommit.QueueWait, and at most nine tenths of what is left
+// of ctx's deadline, so the caller gets the definite, retry-safe
+// ErrOverloaded rather than its deadline. A request always fits an empty
+// queue.
+func (b *batcher) enqueue(ctx context.Context, req *sendReq) error {
+	var timeout <-chan time.Time
+	for {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return fmt.Errorf("node shutting down: %w", transport.ErrNotLeader)
+		}
+		if b.qMsgs == 0 || b.qMsgs+len(req.msgs) <= b.g.MaxQueueMessages && b.qBytes+req.bytes <= b.g.MaxQueueBytes {
+			b.queue = append(b.queue, req)
+			b.qMsgs += len(req.msgs)
+			b.qBytes += req.bytes
+			kick := b.ready() // wake the batcher only when it can act
+			b.mu.Unlock()
+			if kick {
+				b.signal()
+			}
+			return nil
+		}
+		if b.room == nil {
+			b.room = make(chan struct{})
+		}
+		room, qMsgs, qBytes := b.room, b.qMsgs, b.qBytes
+		b.mu.Unlock()
+		if timeout == nil {
+			wait := b.g.QueueWait
+			if dl, ok := ctx.Deadline(); ok {
+				wait = min(wait, time.Until(dl)*9/10)
+			}
+			t := time.NewTimer(max(0, wait))
+			defer t.Stop()
+			timeout = t.C
+		}
+		overloaded := func() error {
+			return fmt.Errorf("%w: %d messages (%d bytes) wait for the next Raft entry, the bounds are group_commit.max_queue_messages = %d and max_queue_bytes = %d; nothing of this send was stored, retry after a backoff",
+				transport.ErrOverloaded, qMsgs, qBytes, b.g.MaxQueueMessages, b.g.MaxQueueBytes)
+		}
+		select {
+		case <-room:
+		case <-timeout:
+			return overloaded()
+		case <-ctx.Done(): // the queue stayed full until the deadline: nothing proposed
+			return fmt.Errorf("%w (%w)", overloaded(), ctx.Err())
+		case <-b.n.stop:
+			return fmt.Errorf("node shutting down: %w", transport.ErrNotLeader)
+		}
+	}
+}
+
+// abandon withdraws req if it was not proposed yet and reports whether it did.
+func (b *batcher) abandon(req *sendReq) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !req.state.CompareAndSwap(reqPending, reqAbandoned) {
+		return false
+	}
+	b.qMsgs -= len(req.msgs)
+	b.qBytes -= req.bytes
+	b.freeRoom()
+	return true
+}
+
+// freeRoom wakes the Sends waiting for queue space (mu held).
+func (b *batcher) freeRoom() {
+	if b.room != nil {
+		close(b.room)
+		b.room = nil
+	}
+}
+
+// signal wakes the batcher goroutine.
+func (b *batcher) signal() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
 // sendNow proposes req alone on the calling goroutine, which holds an
 // in-flight slot, and waits for the outcome. Raft resolves every future (at
 // the latest when leadership is lost or Raft shuts down), so the wait is
 // bounded without ctx.
 func (b *batcher) sendNow(req *sendReq) ([]store.PutResult, error) {
-	defer func() { <-b.slots }()
+	defer b.returned(len(req.msgs))
 	req.state.Store(reqProposed)
 	one := [1]*sendReq{req}
 	f, data, err := b.apply(one[:], len(req.msgs), req.bytes)
@@ -117,98 +231,131 @@ func (b *batcher) sendNow(req *sendReq) ([]store.PutResult, error) {
 	}
 	return results, err
 }
+
+// returned gives back the in-flight slot of an entry of count messages.
+func (b *batcher) returned(count int) {
+	b.mu.Lock()
+	b.inFlight--
+	b.lastMsgs = count
+	b.mu.Unlock()
+	b.signal()
+}
+
 func (b *batcher) run() {
 	for {
-		first := b.carry
-		b.carry = nil
-		if first == nil {
-			select {
-			case <-b.n.stop:
-				b.failQueued()
-				return
-			case first = <-b.in:
-			}
-		}
-		select { // wait for an entry in flight to return: meanwhile Sends queue up
-		case <-b.n.stop:
-			b.fail(first)
-			b.failQueued()
+		batch, count, bytes := b.next()
+		if batch == nil {
 			return
-		case b.slots <- struct{}{}:
 		}
-		if !b.propose(b.gather(first)) {
-			<-b.slots
-		}
+		b.propose(batch, count, bytes)
 	}
 }
 
-// gather takes first and whatever else is queued (waiting up to MaxDelay if
-// set), within the group-commit and entry bounds; a request that does not
-// fit is carried to the next entry.
-func (b *batcher) gather(first *sendReq) []*sendReq {
-	g := b.n.cfg.GroupCommit
-	batch := []*sendReq{first}
-	bytes, count := first.bytes, len(first.msgs)
-	var timeout <-chan time.Time
-	if g.MaxDelay > 0 {
-		t := time.NewTimer(g.MaxDelay)
-		defer t.Stop()
-		timeout = t.C
-	}
-	for bytes < g.MaxBytes && count < g.MaxMessages {
-		var r *sendReq
+// next waits until an entry may be proposed and takes its requests off the
+// queue, holding an in-flight slot for it; nil when the node stops.
+func (b *batcher) next() ([]*sendReq, int, int) {
+	var delay *time.Timer
+	defer func() {
+		if delay != nil {
+			delay.Stop()
+		}
+	}()
+	for {
+		var timeout <-chan time.Time
+		b.mu.Lock()
+		if b.ready() {
+			wait := time.Duration(0)
+			if b.inFlight == 0 && b.g.MaxDelay > 0 && !b.full() {
+				wait = b.g.MaxDelay - time.Since(b.oldest())
+			}
+			if wait <= 0 {
+				batch, count, bytes := b.take()
+				b.inFlight++
+				b.mu.Unlock()
+				return batch, count, bytes
+			}
+			// MaxDelay: wait for more, or for the oldest to be due.
+			if delay == nil {
+				delay = time.NewTimer(wait)
+			} else {
+				delay.Reset(wait)
+			}
+			timeout = delay.C
+		}
+		b.mu.Unlock()
 		select {
-		case r = <-b.in:
-		case <-timeout: // nil channel without MaxDelay: never ready
-			return batch
-		default:
-			if timeout == nil {
-				return batch
-			}
-			select {
-			case r = <-b.in:
-			case <-timeout:
-				return batch
-			}
+		case <-b.wake:
+		case <-timeout:
+		case <-b.n.stop:
+			b.failQueued()
+			return nil, 0, 0
 		}
-		if count+len(r.msgs) > fsm.MaxBatchMessages || bytes+r.bytes > fsm.MaxCommandBytes/2 {
-			b.carry = r
-			return batch
-		}
-		batch = append(batch, r)
-		bytes += r.bytes
-		count += len(r.msgs)
 	}
-	return batch
 }
 
-// propose encodes the live requests of batch as one entry and hands it to
-// Raft; a goroutine waits for the future, distributes the results and gives
-// the in-flight slot back. It reports whether it took the slot.
-func (b *batcher) propose(batch []*sendReq) bool {
-	live := batch[:0]
-	count, bytes := 0, 0
-	for _, r := range batch {
-		if r.state.CompareAndSwap(reqPending, reqProposed) {
-			live = append(live, r)
-			count += len(r.msgs)
-			bytes += r.bytes
+// ready reports whether an entry may be proposed now (mu held): see batcher.
+func (b *batcher) ready() bool {
+	return b.qMsgs > 0 && b.inFlight < b.g.MaxInFlight &&
+		(b.inFlight == 0 || b.full() || 2*b.qMsgs >= b.lastMsgs)
+}
+
+// full reports whether the queue holds a whole entry (mu held).
+func (b *batcher) full() bool { return b.qMsgs >= b.g.MaxMessages || b.qBytes >= b.g.MaxBytes }
+
+// oldest is the queue time of the first pending request (mu held).
+func (b *batcher) oldest() time.Time {
+	for _, r := range b.queue {
+		if r.state.Load() == reqPending {
+			return r.queued
 		}
 	}
-	if len(live) == 0 {
-		return false
+	return time.Now()
+}
+
+// take removes from the head of the queue the pending requests of one
+// entry, within the entry bounds, and marks them proposed (mu held).
+func (b *batcher) take() ([]*sendReq, int, int) {
+	var batch []*sendReq
+	count, bytes := 0, 0
+	i := 0
+	for ; i < len(b.queue); i++ {
+		r := b.queue[i]
+		if r.state.Load() != reqPending {
+			continue // abandoned: already uncounted
+		}
+		if len(batch) > 0 && (count+len(r.msgs) > b.g.MaxMessages || bytes+r.bytes > b.g.MaxBytes ||
+			count+len(r.msgs) > fsm.MaxBatchMessages || bytes+r.bytes > entryBytesLimit) {
+			break
+		}
+		r.state.Store(reqProposed)
+		batch = append(batch, r)
+		count += len(r.msgs)
+		bytes += r.bytes
 	}
-	f, data, err := b.apply(live, count, bytes)
+	rest := copy(b.queue, b.queue[i:])
+	clear(b.queue[rest:])
+	b.queue = b.queue[:rest]
+	b.qMsgs -= count
+	b.qBytes -= bytes
+	b.freeRoom()
+	return batch, count, bytes
+}
+
+// propose encodes batch as one entry and hands it to Raft; a goroutine
+// waits for the future, gives the in-flight slot back and distributes the
+// results.
+func (b *batcher) propose(batch []*sendReq, count, bytes int) {
+	f, data, err := b.apply(batch, count, bytes)
 	if err != nil {
-		finish(live, nil, err)
-		return false
+		b.returned(count)
+		finish(batch, nil, err)
+		return
 	}
 	b.n.goroutine(func() {
 		results, err := b.complete(f, count, len(data))
-		<-b.slots
-		finish(live, results, err)
+		b.returned(count)
+		finish(batch, results, err)
 	})
-	return true
 }
 
 // apply encodes reqs as one MessageBatch entry and proposes it.
@@ -274,20 +421,21 @@ func finish(reqs []*sendReq, results []store.PutResult, err error) {
 	}
 }
 
+// failQueued answers every request that was never proposed (nothing of it
+// is stored) and refuses new ones.
 func (b *batcher) failQueued() {
-	for {
-		select {
-		case r := <-b.in:
-			b.fail(r)
-		default:
-			return
+	b.mu.Lock()
+	b.closed = true
+	var failed []*sendReq
+	for _, r := range b.queue {
+		if r.state.CompareAndSwap(reqPending, reqProposed) {
+			failed = append(failed, r)
 		}
 	}
-}
-
-// fail answers a request that was never proposed: nothing of it is stored.
-func (b *batcher) fail(r *sendReq) {
-	if r.state.CompareAndSwap(reqPending, reqProposed) {
+	b.queue, b.qMsgs, b.qBytes = nil, 0, 0
+	b.freeRoom()
+	b.mu.Unlock()
+	for _, r := range failed {
 		r.done <- sendResult{err: fmt.Errorf("node shutting down: %w", transport.ErrNotLeader)}
 	}
 }

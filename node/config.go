@@ -80,14 +80,27 @@ type RaftConfig struct {
 	LogStore string `toml:"log_store"`
 }
 
-// GroupCommit bounds how the leader packs concurrent Sends into one entry.
+// GroupCommit bounds how the leader packs concurrent Sends into one entry,
+// and how many Sends may wait for one (backpressure).
 type GroupCommit struct {
-	MaxBytes    int           `toml:"max_bytes"`
-	MaxMessages int           `toml:"max_messages"`
-	MaxDelay    time.Duration `toml:"max_delay"` // 0: take only what is already queued
+	MaxBytes    int           `toml:"max_bytes"`    // of one entry
+	MaxMessages int           `toml:"max_messages"` // of one entry
+	MaxDelay    time.Duration `toml:"max_delay"`    // 0: take only what is already queued
 	// MaxInFlight bounds entries proposed but not yet applied; Sends that
-	// arrive meanwhile are packed into the next entry (adaptive batching).
+	// arrive meanwhile wait and are packed into the next entry (adaptive
+	// batching, see node/batcher.go). Under load entries carry about
+	// (Sends outstanding) / MaxInFlight messages. The default 2 keeps one
+	// entry replicating while the next is written to the leader's log:
+	// hashicorp/raft replicates with one AppendEntries in flight per
+	// follower, so more entries in Raft only make each smaller.
 	MaxInFlight int `toml:"max_in_flight"`
+	// MaxQueueMessages and MaxQueueBytes bound the Sends waiting for an
+	// entry (at least one entry's worth each). A Send that does not fit
+	// waits up to QueueWait (and within its deadline) for room, then fails
+	// with RESOURCE_EXHAUSTED, nothing stored (0: fail at once).
+	MaxQueueMessages int           `toml:"max_queue_messages"`
+	MaxQueueBytes    int           `toml:"max_queue_bytes"`
+	QueueWait        time.Duration `toml:"queue_wait"`
 }
 
 // Config of one node. DefaultConfig fills every field; cmd/node loads it
@@ -142,7 +155,8 @@ func DefaultConfig() Config {
 			MaxPool:            3,
 			LogStore:           LogStoreBolt,
 		},
-		GroupCommit:    GroupCommit{MaxBytes: 1 << 20, MaxMessages: 1024, MaxDelay: 0, MaxInFlight: 8},
+		GroupCommit: GroupCommit{MaxBytes: 1 << 20, MaxMessages: 1024, MaxDelay: 0, MaxInFlight: 2,
+			MaxQueueMessages: 4096, MaxQueueBytes: 16 << 20, QueueWait: 500 * time.Millisecond},
 		ApplyTimeout:   10 * time.Second,
 		CatchUpTimeout: 60 * time.Second,
 		ShutdownGrace:  5 * time.Second,
@@ -256,6 +270,12 @@ func (c *Config) validateGroupCommit() error {
 		return bad("group_commit max_delay %v < 0", g.MaxDelay)
 	case g.MaxInFlight < 0 || g.MaxInFlight > 64:
 		return bad("group_commit max_in_flight %d must be in 0..64 (0 means 1)", g.MaxInFlight)
+	case g.MaxQueueMessages < g.MaxMessages:
+		return bad("group_commit max_queue_messages %d < max_messages %d: the queue must hold one entry", g.MaxQueueMessages, g.MaxMessages)
+	case g.MaxQueueBytes < g.MaxBytes:
+		return bad("group_commit max_queue_bytes %d < max_bytes %d: the queue must hold one entry", g.MaxQueueBytes, g.MaxBytes)
+	case g.QueueWait < 0:
+		return bad("group_commit queue_wait %v < 0", g.QueueWait)
 	case c.ApplyTimeout <= 0:
 		return bad("apply_timeout must be > 0")
 	case c.CatchUpTimeout <= 0:

@@ -45,8 +45,8 @@ func newMetrics(n *Node) *metrics {
 			Help: "MessageBatch entries that failed or whose outcome is unknown."}),
 		sendLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "raftmq_produce_commit_seconds",
 			Help: "Time from raft.Apply to the applied response of a MessageBatch.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "raftmq_produce_batch_messages",
-			Help: "Messages per MessageBatch entry.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "raftmq_produce_entry_messages",
+			Help: "Messages per MessageBatch entry proposed by this leader's group commit.", Buckets: prometheus.ExponentialBuckets(1, 2, 17)}),
 	}
 	stages := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "raftmq_produce_stage_seconds",
 		Help:    "Latency breakdown of a Send on the leader by stage: queue (until proposed), fsm_apply (per entry), send (whole node.Send). raftmq_produce_commit_seconds is raft.Apply to response.",

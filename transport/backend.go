@@ -20,6 +20,11 @@ var (
 	ErrOutcomeUnknown = errors.New("transport: outcome unknown")
 	// ErrNoLeader means the cluster currently has no known leader.
 	ErrNoLeader = errors.New("transport: no leader")
+	// ErrOverloaded means the leader's queue of writes waiting for Raft was
+	// full and stayed full: nothing was proposed, the write may be retried
+	// after a backoff. The server answers codes.ResourceExhausted with the
+	// ErrorInfo reason ReasonOverloaded.
+	ErrOverloaded = errors.New("transport: leader overloaded")
 )
 
 // Backend is what the node exposes to the client-facing server.

@@ -13,13 +13,16 @@ import (
 	"github.com/raftmq/raftmq/store"
 )
 
-// ErrorInfo reasons (domain ErrorDomain) attached to Unavailable errors that
-// the server produced before anything was proposed: a client may retry them
-// on the leader named in the "leader" metadata key.
+// ErrorInfo reasons (domain ErrorDomain) attached to errors that the server
+// produced before anything was proposed: a client may retry NOT_LEADER and
+// NO_LEADER (codes.Unavailable) on the leader named in the "leader" metadata
+// key, and OVERLOADED (codes.ResourceExhausted) on the same leader after a
+// backoff.
 const (
 	ErrorDomain        = "raftmq"
 	ReasonNotLeader    = "NOT_LEADER"
 	ReasonNoLeader     = "NO_LEADER"
+	ReasonOverloaded   = "OVERLOADED"
 	MetadataLeaderAddr = "leader"
 )
 
@@ -45,6 +48,8 @@ func toStatus(err error) error {
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, ErrOutcomeUnknown):
 		return status.Error(codes.Unknown, outcomeUnknownMsg+": "+err.Error())
+	case errors.Is(err, ErrOverloaded):
+		return withReason(status.New(codes.ResourceExhausted, err.Error()), ReasonOverloaded, "")
 	case errors.Is(err, ErrNotLeader):
 		return notLeaderStatus(ReasonNotLeader, "")
 	case errors.Is(err, ErrNoLeader):
@@ -74,7 +79,11 @@ func notLeaderStatus(reason, leader string) error {
 // retrySafeStatus builds a codes.Unavailable error carrying the ErrorInfo
 // that tells clients nothing was proposed.
 func retrySafeStatus(reason, leader, msg string) error {
-	st := status.New(codes.Unavailable, msg)
+	return withReason(status.New(codes.Unavailable, msg), reason, leader)
+}
+
+// withReason attaches the raftmq ErrorInfo (reason, leader hint) to st.
+func withReason(st *status.Status, reason, leader string) error {
 	info := &errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain}
 	if leader != "" {
 		info.Metadata = map[string]string{MetadataLeaderAddr: leader}
@@ -86,8 +95,8 @@ func retrySafeStatus(reason, leader, msg string) error {
 }
 
 // RetryReason returns the ErrorInfo reason of a retry-safe raftmq error
-// (ReasonNotLeader or ReasonNoLeader) and the leader hint, or "" if err is
-// not one.
+// (ReasonNotLeader, ReasonNoLeader or ReasonOverloaded) and the leader hint,
+// or "" if err is not one.
 func RetryReason(err error) (reason, leader string) {
 	st, ok := status.FromError(err)
 	if !ok {
