@@ -29,8 +29,9 @@ import (
 // entry again, and Raft.Shutdown waits for it forever (found by
 // cluster-tests as a 20 s hung graceful stop).
 //
-// Why this choice (over a patched fork of hashicorp/raft kept in the repo).
-// The pipeline is only a client: it speaks NetworkTransport's wire format
+// Why this choice: a transport of our own around NetworkTransport, rather
+// than the upstream fix applied to a fork of hashicorp/raft kept in the repo
+// with a replace directive. The pipeline is only a client: it speaks NetworkTransport's wire format
 // (one type byte, then the msgpack request; the answer is a msgpack error
 // string and the msgpack response) on a connection of its own, and the
 // follower's NetworkTransport serves it like any other connection. So Raft,
@@ -43,13 +44,16 @@ import (
 //     at once, including a send already waiting for a slot, so Raft leaves
 //     pipeline mode and falls back to synchronous AppendEntries, which
 //     handles the rejection (it walks nextIndex back).
-//   - At most Raft.MaxRPCsInFlight requests are sent and unanswered; the
-//     queues are sized so that the decoder never blocks handing a response
-//     while a send holds a slot it needs.
+//   - At most Raft.MaxRPCsInFlight requests are sent and unanswered (a
+//     slot per request); the decoder frees a request's slot before it hands
+//     the answer on, and the answer queue holds MaxRPCsInFlight, so no send
+//     waits on a hand-off, only on a slot, a failure or Close.
 //   - Close closes the connection, waits for the decode goroutine and fails
-//     every future not yet answered; RaftTransport.Close closes every open
-//     pipeline first, so a send parked on a follower that stopped answering
-//     is released at once instead of after the transport timeout.
+//     every future not yet answered. RaftTransport.Close closes every
+//     connection the transport dialed or accepted (raftStream), its own and
+//     NetworkTransport's, then every open pipeline: an RPC waiting for a
+//     follower that stopped answering is released at once instead of after
+//     the transport timeout, so Raft.Shutdown returns promptly.
 //
 // Raft.MaxRPCsInFlight < 2 turns pipelining off (Raft then sends one
 // AppendEntries at a time per follower, each with up to MaxAppendEntries
