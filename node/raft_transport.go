@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -469,7 +470,7 @@ func (s *raftStream) Dial(address raft.ServerAddress, timeout time.Duration) (ne
 	if err != nil {
 		return nil, err
 	}
-	return s.track(c)
+	return s.track(c, false)
 }
 
 // Accept implements net.Listener.
@@ -479,20 +480,20 @@ func (s *raftStream) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if tc, err := s.track(c); err == nil {
+		if tc, err := s.track(c, true); err == nil {
 			return tc, nil
 		}
 	}
 }
 
-func (s *raftStream) track(c net.Conn) (net.Conn, error) {
+func (s *raftStream) track(c net.Conn, accepted bool) (net.Conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		_ = c.Close()
 		return nil, raft.ErrTransportShutdown
 	}
-	sc := &streamConn{Conn: c, s: s}
+	sc := &streamConn{Conn: c, s: s, accepted: accepted}
 	s.conns[sc] = struct{}{}
 	return sc, nil
 }
@@ -516,7 +517,25 @@ func (s *raftStream) Addr() net.Addr { return s.lis.Addr() }
 
 type streamConn struct {
 	net.Conn
-	s *raftStream
+	s        *raftStream
+	accepted bool
+}
+
+// Read reports a read that failed because the stream was closed as io.EOF
+// on an accepted connection: NetworkTransport's handler then ends quietly,
+// as when the peer hangs up, instead of logging an error per connection.
+func (c *streamConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && c.accepted && c.s.isClosed() {
+		err = io.EOF
+	}
+	return n, err
+}
+
+func (s *raftStream) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 func (c *streamConn) Close() error {

@@ -76,11 +76,12 @@ func TestRaftTransportPipelineSetting(t *testing.T) {
 }
 
 // TestRaftPipelineRecoversFromRejection is the regression test for
-// hashicorp/raft #612. A three-node Raft cluster replicates under continuous
-// load with pipelining on; a follower's log store fails one StoreLogs, so
-// that follower answers Success=false to a pipelined AppendEntries while the
-// leader has more sends queued behind it, and rejects the pipelined
-// requests already on the wire (their previous entry is missing). With
+// hashicorp/raft #612. A three-node Raft cluster replicates bursts of
+// entries with pipelining on; a follower's log store hangs on one StoreLogs
+// while the leader fills the pipeline, then fails it, so that follower
+// answers Success=false to a pipelined AppendEntries while the leader has
+// more sends queued behind it and more entries to send, and rejects the
+// pipelined requests already on the wire (their previous entry is missing). With
 // NetworkTransport's pipeline, replication to that follower stops for good
 // (the send parks on a hand-off nobody takes) and Raft.Shutdown hangs; with
 // RaftTransport, Raft falls back to synchronous AppendEntries, the follower
@@ -94,8 +95,10 @@ func TestRaftPipelineRecoversFromRejection(t *testing.T) {
 	leader, victim := c.leader, c.followers[rng.IntN(len(c.followers))]
 	t.Logf("pipeline %s, max_rpcs_in_flight %d, max_append_entries %d, leader %s, victim %s",
 		c.impl, inFlight, c.cfg.Raft.MaxAppendEntries, leader.id, victim.id)
-	c.startLoad(rng)
-
+	c.payload = make([]byte, 16+rng.IntN(1024))
+	if err := c.burst(64)(); err != nil {
+		t.Fatal(err)
+	}
 	c.waitFor("leader pipelines to the victim", func() bool { return leader.trans.PipelineStats(victim.addr).Sent > 0 })
 	const rounds = 20
 	for round := 1; round <= rounds; round++ {
@@ -107,27 +110,28 @@ func TestRaftPipelineRecoversFromRejection(t *testing.T) {
 		// rejection arrives with further sends queued behind it.
 		release := victim.store.holdStores()
 		victim.store.failNext.Store(1)
-		c.waitFor(fmt.Sprintf("round %d: the victim's StoreLogs hangs", round), func() bool { return victim.store.held.Load() > heldBefore })
-		c.waitFor(fmt.Sprintf("round %d: the pipeline to the victim is full", round), func() bool { return c.pipelineFull(leader, victim, inFlight) })
+		queued := c.burst(256)
+		hang := c.waitFor(fmt.Sprintf("round %d: the victim's StoreLogs hangs", round), func() bool { return victim.store.held.Load() > heldBefore })
+		full := c.waitFor(fmt.Sprintf("round %d: the pipeline to the victim is full", round), func() bool { return c.pipelineFull(leader, victim, inFlight) })
 		release()
 		wait := c.burst(128)
-		c.waitFor(fmt.Sprintf("round %d: the victim's StoreLogs fails", round), func() bool { return victim.store.failed.Load() > failedBefore })
+		fail := c.waitFor(fmt.Sprintf("round %d: the victim's StoreLogs fails", round), func() bool { return victim.store.failed.Load() > failedBefore })
 		target := leader.raft.LastIndex()
-		c.waitFor(fmt.Sprintf("round %d: the victim catches up to index %d and pipelining resumes", round, target), func() bool {
+		recovered := c.waitFor(fmt.Sprintf("round %d: the victim catches up to index %d and pipelining resumes", round, target), func() bool {
 			s := leader.trans.PipelineStats(victim.addr)
 			return victim.raft.LastIndex() >= target && s.Opened > before.Opened && s.Sent > before.Sent
 		})
-		if err := wait(); err != nil {
+		if err := errors.Join(queued(), wait()); err != nil {
 			t.Fatalf("round %d: burst: %v", round, err)
 		}
 		after := leader.trans.PipelineStats(victim.addr)
-		t.Logf("round %d (%v): %+v", round, time.Since(roundStart).Round(time.Millisecond), after)
+		t.Logf("round %d in %v (hang %v, full %v, fail %v, recover %v): %+v", round, time.Since(roundStart).Round(time.Millisecond),
+			hang.Round(time.Millisecond), full.Round(time.Millisecond), fail.Round(time.Millisecond), recovered.Round(time.Millisecond), after)
 		// The rejection arrived on the pipeline, not on a synchronous RPC.
 		if c.impl == "raftmq" && after.Failed <= before.Failed {
 			t.Fatalf("round %d: the pipeline saw no failure (%+v → %+v): the rejection did not go through it", round, before, after)
 		}
 	}
-	c.stopLoad()
 	last := leader.raft.LastIndex()
 	c.waitFor(fmt.Sprintf("every node has index %d", last), func() bool {
 		for _, n := range c.nodes {
@@ -338,11 +342,13 @@ func startPipeCluster(t *testing.T, rng *rand.Rand, tune func(*Config)) *pipeClu
 	return c
 }
 
-// waitFor polls cond until it holds, failing the test after 20 s.
-func (c *pipeCluster) waitFor(what string, cond func() bool) {
+// waitFor polls cond until it holds, failing the test after 20 s, and
+// returns how long that took.
+func (c *pipeCluster) waitFor(what string, cond func() bool) time.Duration {
 	c.t.Helper()
 	const limit = 20 * time.Second
-	deadline := time.Now().Add(limit)
+	start := time.Now()
+	deadline := start.Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			c.dumpPipelineStacks()
@@ -359,6 +365,7 @@ func (c *pipeCluster) waitFor(what string, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	return time.Since(start)
 }
 
 // startLoad applies entries on the leader at a steady pace (about 4,000 a
