@@ -108,8 +108,7 @@ func TestRaftPipelineRecoversFromRejection(t *testing.T) {
 		// The victim's next StoreLogs hangs, then fails: while it hangs the
 		// leader fills the pipeline and parks the next send, so the
 		// rejection arrives with further sends queued behind it.
-		release := victim.store.holdStores()
-		victim.store.failNext.Store(1)
+		release := victim.store.holdStores(1)
 		queued := c.burst(256)
 		hang := c.waitFor(fmt.Sprintf("round %d: the victim's StoreLogs hangs", round), func() bool { return victim.store.held.Load() > heldBefore })
 		full := c.waitFor(fmt.Sprintf("round %d: the pipeline to the victim is full", round), func() bool { return c.pipelineFull(leader, victim, inFlight) })
@@ -161,7 +160,7 @@ func TestRaftPipelineShutdownWithRPCsInFlight(t *testing.T) {
 	c.startLoad(rng)
 	c.waitFor("leader pipelines to the victim", func() bool { return leader.trans.PipelineStats(victim.addr).Sent > 0 })
 
-	release := victim.store.holdStores()
+	release := victim.store.holdStores(0)
 	defer release()
 	c.waitFor("the hung follower holds a write", func() bool { return victim.store.held.Load() > 0 })
 	c.waitFor(fmt.Sprintf("%d pipelined RPCs in flight to the hung follower and a send waiting", inFlight), func() bool {
@@ -181,20 +180,22 @@ func TestRaftPipelineShutdownWithRPCsInFlight(t *testing.T) {
 }
 
 // faultyLogStore is a real Raft log store whose StoreLogs can be made to
-// fail (a disk error) or hang (a disk that stopped answering).
+// hang (a disk that stopped answering) and then fail (a disk error).
 type faultyLogStore struct {
 	RaftStore
-	failNext atomic.Int32  // StoreLogs calls still to fail
-	failed   atomic.Uint64 // StoreLogs calls failed
-	held     atomic.Uint64 // StoreLogs calls that waited on hold
-	mu       sync.Mutex
-	hold     chan struct{} // non-nil: StoreLogs waits until it is closed
+	failed atomic.Uint64 // StoreLogs calls failed
+	held   atomic.Uint64 // StoreLogs calls that waited on hold
+	mu     sync.Mutex
+	hold   chan struct{} // non-nil: StoreLogs waits until it is closed
+	fails  int           // held StoreLogs calls still to fail once released
 }
 
 var errInjectedStore = errors.New("injected StoreLogs failure")
 
 func (s *faultyLogStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
+// StoreLogs fails only calls that were held: a call already past the hold
+// when it was set must not take the failure meant for a held one.
 func (s *faultyLogStore) StoreLogs(logs []*raft.Log) error {
 	s.mu.Lock()
 	h := s.hold
@@ -202,9 +203,13 @@ func (s *faultyLogStore) StoreLogs(logs []*raft.Log) error {
 	if h != nil {
 		s.held.Add(1)
 		<-h
-	}
-	for n := s.failNext.Load(); n > 0; n = s.failNext.Load() {
-		if s.failNext.CompareAndSwap(n, n-1) {
+		s.mu.Lock()
+		fail := s.fails > 0
+		if fail {
+			s.fails--
+		}
+		s.mu.Unlock()
+		if fail {
 			s.failed.Add(1)
 			return errInjectedStore
 		}
@@ -212,20 +217,24 @@ func (s *faultyLogStore) StoreLogs(logs []*raft.Log) error {
 	return s.RaftStore.StoreLogs(logs)
 }
 
-// holdStores makes StoreLogs hang until the returned func is called.
-func (s *faultyLogStore) holdStores() (release func()) {
-	h := make(chan struct{})
+// holdStores makes StoreLogs hang until the returned func (or releaseHold)
+// is called; the first fails calls held then fail.
+func (s *faultyLogStore) holdStores(fails int) (release func()) {
 	s.mu.Lock()
-	s.hold = h
+	if s.hold == nil {
+		s.hold = make(chan struct{})
+	}
+	s.fails = fails
 	s.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.mu.Lock()
-			s.hold = nil
-			s.mu.Unlock()
-			close(h)
-		})
+	return s.releaseHold
+}
+
+func (s *faultyLogStore) releaseHold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hold != nil {
+		close(s.hold)
+		s.hold = nil
 	}
 }
 
@@ -274,7 +283,7 @@ func startPipeCluster(t *testing.T, rng *rand.Rand, tune func(*Config)) *pipeClu
 	cfg.Raft.TransportTimeout = 10 * time.Second
 	tune(&cfg)
 	c.cfg = cfg
-	logger := hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Error})
+	logger := hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Warn})
 
 	var servers []raft.Server
 	for i := 0; i < 3; i++ {
@@ -467,6 +476,11 @@ func (c *pipeCluster) stopNode(n *pipeNode, bound time.Duration) bool {
 // the test. Then, so that the process can go on, a stalled upstream
 // pipeline is released and hung stores are let go.
 func (c *pipeCluster) shutdown() {
+	for _, n := range c.nodes {
+		if n.store != nil {
+			n.store.releaseHold() // a test that failed may leave a disk hung
+		}
+	}
 	if c.loadStop != nil {
 		close(c.loadStop)
 		<-c.loadDone
@@ -480,11 +494,6 @@ func (c *pipeCluster) shutdown() {
 		c.t.Errorf("raft Shutdown of %s did not return within 10s", n.id)
 		if u, ok := n.trans.(*upstreamTransport); ok {
 			u.unstick()
-		}
-		for _, m := range c.nodes {
-			if m.store != nil {
-				m.store.holdStores()()
-			}
 		}
 		if !c.stopNode(n, time.Minute) {
 			c.t.Errorf("raft Shutdown of %s still hung after releasing it", n.id)
