@@ -75,6 +75,13 @@ type RaftConfig struct {
 	// by TrailingLogs: before a size-triggered snapshot the kept entries
 	// are set to TrailingBytes over the mean entry size (0: count only).
 	TrailingBytes int64 `toml:"trailing_bytes"`
+	// MaxRPCsInFlight bounds the AppendEntries RPCs sent to one follower and
+	// not yet answered when Raft replicates in pipeline mode (RaftTransport).
+	// 1 turns pipelining off: one AppendEntries at a time per follower.
+	// Default 2 (as hashicorp/raft's): the next batch is sent while the
+	// follower fsyncs the previous one, and entries that arrive meanwhile
+	// still batch into the one after (hashicorp/raft PR #541).
+	MaxRPCsInFlight int `toml:"max_rpcs_in_flight"`
 	// LogStore is the Raft log store: "boltdb" (default) or "wal"
 	// (hashicorp/raft-wal, experimental; see OpenRaftStore).
 	LogStore string `toml:"log_store"`
@@ -153,6 +160,7 @@ func DefaultConfig() Config {
 			TrailingBytes:      256 << 20,
 			TransportTimeout:   10 * time.Second,
 			MaxPool:            3,
+			MaxRPCsInFlight:    2,
 			LogStore:           LogStoreBolt,
 		},
 		GroupCommit: GroupCommit{MaxBytes: 1 << 20, MaxMessages: 1024, MaxDelay: 0, MaxInFlight: 2,
@@ -253,6 +261,8 @@ func (c *Config) validateRaft() error {
 		return bad("raft snapshot_interval %v < 5ms", r.SnapshotInterval)
 	case r.TransportTimeout <= 0:
 		return bad("raft transport_timeout must be > 0")
+	case r.MaxRPCsInFlight < 1 || r.MaxRPCsInFlight > 64:
+		return bad("raft max_rpcs_in_flight %d must be in 1..64 (1 turns pipelining off)", r.MaxRPCsInFlight)
 	case r.LogStore != "" && r.LogStore != LogStoreBolt && r.LogStore != LogStoreWAL:
 		return bad("raft log_store %q is neither %q nor %q", r.LogStore, LogStoreBolt, LogStoreWAL)
 	}
