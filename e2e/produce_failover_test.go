@@ -125,4 +125,34 @@ func TestCLIProduceThroughLeaderKill(t *testing.T) {
 	if extra := int64(len(got)) - sum.Count; extra < 0 || extra > sum.Unknown {
 		t.Fatalf("read %d distinct messages: %d acknowledged, %d unknown", len(got), sum.Count, sum.Unknown)
 	}
+
+	// `verify --json` reports each store's fields, not a text blob.
+	if err := c.Stop(ctx); err != nil {
+		t.Fatalf("graceful stop of the survivors: %v", err)
+	}
+	r := runCLI(t, ctx, c.Bin, nil, append([]string{"--json", "verify"}, c.Dirs()...)...)
+	var rep struct {
+		OK     bool
+		Stores []struct {
+			Dir    string
+			OK     bool
+			Fields map[string]int64
+			Errors []string
+		}
+		Comparison *struct {
+			OK      bool
+			Message string
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("verify --json: %q: %v", r.stdout, err)
+	}
+	if len(rep.Stores) != 3 || rep.Comparison == nil || rep.OK != (r.code == 0) {
+		t.Fatalf("verify --json (exit %d): %s", r.code, r.stdout)
+	}
+	for _, st := range rep.Stores {
+		if _, ok := st.Fields["messages"]; !ok || st.OK != (len(st.Errors) == 0) {
+			t.Fatalf("verify --json store %+v", st)
+		}
+	}
 }
