@@ -63,7 +63,7 @@ func benchCmd(e *env) *cobra.Command {
 			}),
 		}
 		fl := cmd.Flags()
-		fl.StringVarP(&f.topic, "topic", "t", "", "topic (required)")
+		topicFlag(e, cmd, &f.topic, "topic (required)")
 		fl.Int64VarP(&f.n, "num", "n", 10000, "messages (0: until --duration)")
 		fl.IntVarP(&f.size, "size", "s", 1024, "body size")
 		fl.IntVarP(&f.conc, "concurrency", "c", 4, "concurrent producers (consumers: one per queue)")

@@ -66,6 +66,24 @@ func (e *env) action(fn func(e *env, cmd *cobra.Command, args []string) error) f
 // offline marks commands that never dial, so --server is not checked.
 const offline = "offline"
 
+// dials reports whether cmd talks to the cluster (then --server must be
+// valid): not the root, verify, help, or shell completion.
+func dials(cmd *cobra.Command) bool {
+	if !cmd.HasParent() {
+		return false
+	}
+	for c := cmd; c != nil; c = c.Parent() {
+		switch c.Name() {
+		case "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
+			return false
+		}
+		if c.Annotations[offline] != "" {
+			return false
+		}
+	}
+	return true
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, enc: json.NewEncoder(stdout)}
 	root := newRoot(e)
@@ -109,7 +127,7 @@ Exit status: 0 success, 1 the operation failed, 2 bad usage.`,
 			return usagef("missing command (one of: %s)", subcommandNames(cmd))
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Annotations[offline] != "" {
+			if !dials(cmd) {
 				return nil
 			}
 			servers, err := parseServers(e.server)
@@ -272,4 +290,51 @@ func grpcDetail(err error, rest string) string {
 		msg = strings.TrimPrefix(msg, p)
 	}
 	return msg
+}
+
+// completeTopics completes topic names from the cluster (shell completion
+// of `topic describe T`, `-t T`, ...). It gives nothing when the cluster is
+// not reachable within a second or two.
+func completeTopics(e *env) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		servers, err := parseServers(e.server)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
+		defer cancel()
+		c, err := client.New(ctx, servers, client.Options{ProbeTimeout: time.Second, RetryTimeout: time.Second})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer c.Close()
+		ts, err := c.ListTopics(ctx)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		for _, t := range ts {
+			if strings.HasPrefix(t.Name, toComplete) {
+				out = append(out, t.Name)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeFirstTopic completes the first positional argument only.
+func completeFirstTopic(e *env) cobra.CompletionFunc {
+	topics := completeTopics(e)
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return topics(cmd, args, toComplete)
+	}
+}
+
+// topicFlag registers -t/--topic with completion of topic names.
+func topicFlag(e *env, cmd *cobra.Command, dst *string, usage string) {
+	cmd.Flags().StringVarP(dst, "topic", "t", "", usage)
+	_ = cmd.RegisterFlagCompletionFunc("topic", completeTopics(e))
 }

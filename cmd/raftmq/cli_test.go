@@ -157,10 +157,39 @@ func TestServerValidation(t *testing.T) {
 	if code, _, stderr := runCLI(t, "topic", "list"); code != exitUsage || !strings.Contains(stderr, `"localhost": missing port`) {
 		t.Fatalf("RAFTMQ_SERVER=localhost: exit %d, stderr %q", code, stderr)
 	}
+	// Help and completion never dial: a bad RAFTMQ_SERVER does not matter.
+	for _, args := range [][]string{{"help"}, {"help", "topic"}, {"completion", "bash"}, {"topic", "--help"}} {
+		if code, _, stderr := runCLI(t, args...); code != exitOK {
+			t.Errorf("%q with RAFTMQ_SERVER=localhost: exit %d %q", args, code, stderr)
+		}
+	}
 	// verify never dials: a bad --server does not matter to it (an empty
 	// dir fails verification, exit 1, not bad usage).
 	if code, _, stderr := runCLI(t, "verify", t.TempDir()); code != exitFail || strings.Contains(stderr, "--server") {
 		t.Fatalf("verify with a bad RAFTMQ_SERVER: exit %d %q", code, stderr)
+	}
+}
+
+// Shell completion offers the cluster's topic names for -t and for topic
+// describe's argument.
+func TestCompleteTopics(t *testing.T) {
+	s := transporttest.StartT(t)
+	srv := "--server=" + s.Addr
+	mustRun(t, srv, "topic", "create", "orders", "--queues", "1")
+	mustRun(t, srv, "topic", "create", "audit", "--queues", "1")
+	for _, args := range [][]string{
+		{srv, "__complete", "topic", "describe", "or"},
+		{srv, "__complete", "produce", "-t", "or"},
+		{srv, "__complete", "bench", "consume", "--topic", ""},
+	} {
+		out := mustRun(t, args...)
+		if !strings.Contains(out, "orders\n") || (args[len(args)-1] == "or" && strings.Contains(out, "audit")) {
+			t.Errorf("%q: %q", args, out)
+		}
+	}
+	// Unreachable: no candidates, no error.
+	if out := mustRun(t, "--server", deadAddr(t), "__complete", "topic", "describe", ""); strings.Contains(out, "orders") {
+		t.Fatalf("completion without a cluster: %q", out)
 	}
 }
 

@@ -55,7 +55,7 @@ stops at the queues' max offsets as they were at the start; -n after N.`,
 		}),
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.topic, "topic", "t", "", "topic (required)")
+	topicFlag(e, cmd, &f.topic, "topic (required)")
 	fl.IntVarP(&f.queue, "queue", "q", -1, "queue id (default: every queue)")
 	fl.Int64Var(&f.from, "from", 0, "start offset in every queue (default: the queue's min offset)")
 	fl.StringVar(&f.group, "group", "", "consumer group: start at its committed offsets and commit progress")

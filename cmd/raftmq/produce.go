@@ -40,7 +40,7 @@ outcome is unknown. Exit status 1 if any send failed or is unknown.`,
 		}),
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.topic, "topic", "t", "", "topic (required)")
+	topicFlag(e, cmd, &f.topic, "topic (required)")
 	fl.IntVarP(&f.n, "num", "n", 1, "number of messages")
 	fl.IntVarP(&f.size, "size", "s", 128, "body size in bytes (ignored with --body)")
 	fl.StringVar(&f.key, "key", "", "KEYS property of every message")

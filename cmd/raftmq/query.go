@@ -21,7 +21,7 @@ func queryCmd(e *env) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&key, "key", "", "message key (KEYS or UNIQ_KEY)")
-	fl.StringVarP(&topic, "topic", "t", "", "topic (required with --key)")
+	topicFlag(e, cmd, &topic, "topic (required with --key)")
 	fl.StringVar(&id, "msg-id", "", "message id (UNIQ_KEY or offset msg id)")
 	fl.IntVar(&maxN, "max", 64, "most messages to return for --key")
 	return cmd

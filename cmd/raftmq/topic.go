@@ -22,9 +22,10 @@ func topicCmd(e *env) *cobra.Command {
 	}
 	create.Flags().IntVar(&queues, "queues", 8, "number of queues")
 	update := &cobra.Command{
-		Use:   "update T [--queues N] [--perm P]",
-		Short: "Grow topic T's queues or change its permission",
-		Args:  positional(1, 1, "topic update T [--queues N] [--perm P]"),
+		Use:               "update T [--queues N] [--perm P]",
+		ValidArgsFunction: completeFirstTopic(e),
+		Short:             "Grow topic T's queues or change its permission",
+		Args:              positional(1, 1, "topic update T [--queues N] [--perm P]"),
 		RunE: e.action(func(e *env, cmd *cobra.Command, args []string) error {
 			q := 0 // keep, unless --queues is given
 			if cmd.Flags().Changed("queues") {
@@ -48,16 +49,18 @@ func topicCmd(e *env) *cobra.Command {
 		RunE:  e.action(func(e *env, _ *cobra.Command, _ []string) error { return topicList(e) }),
 	}
 	describe := &cobra.Command{
-		Use:   "describe T",
-		Short: "Show topic T and each queue's min and max offset",
-		Args:  positional(1, 1, "topic describe T"),
-		RunE:  e.action(func(e *env, _ *cobra.Command, args []string) error { return topicDescribe(e, args[0]) }),
+		Use:               "describe T",
+		ValidArgsFunction: completeFirstTopic(e),
+		Short:             "Show topic T and each queue's min and max offset",
+		Args:              positional(1, 1, "topic describe T"),
+		RunE:              e.action(func(e *env, _ *cobra.Command, args []string) error { return topicDescribe(e, args[0]) }),
 	}
 	del := &cobra.Command{
-		Use:   "delete T",
-		Short: "Delete topic T",
-		Args:  positional(1, 1, "topic delete T"),
-		RunE:  e.action(func(e *env, _ *cobra.Command, args []string) error { return topicDelete(e, args[0]) }),
+		Use:               "delete T",
+		ValidArgsFunction: completeFirstTopic(e),
+		Short:             "Delete topic T",
+		Args:              positional(1, 1, "topic delete T"),
+		RunE:              e.action(func(e *env, _ *cobra.Command, args []string) error { return topicDelete(e, args[0]) }),
 	}
 	return group("topic", "Create, update, list, describe and delete topics", create, update, list, describe, del)
 }
