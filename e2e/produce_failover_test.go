@@ -62,6 +62,9 @@ func TestCLIProduceThroughLeaderKill(t *testing.T) {
 	if err != nil {
 		t.Fatalf("produce did not get going: %v\nstderr: %s", err, errOut.String())
 	}
+	if old, err = c.Leader(ctx); err != nil { // the leader of now, should it have changed
+		t.Fatal(err)
+	}
 	if err := c.Nodes[old].Kill(); err != nil {
 		t.Fatal(err)
 	}
