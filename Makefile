@@ -2,9 +2,14 @@
 
 all: build
 
+# Go names a binary after its folder, so each line says the name; the
+# commit is stamped for --version also where the build has no VCS stamp.
+COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X github.com/raftmq/raftmq/internal/buildinfo.Commit=$(COMMIT)
+
 build:
-	go build -o bin/raftmq ./cmd/raftmq
-	@if [ -d cmd/node ]; then go build -o bin/raftmq-node ./cmd/node; fi
+	go build -ldflags '$(LDFLAGS)' -o bin/raftmq-node ./cmd/node
+	go build -ldflags '$(LDFLAGS)' -o bin/raftmq ./cmd/raftmq
 
 test:
 	go test ./...

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -18,11 +19,14 @@ import (
 type Options struct {
 	Logger      hclog.Logger
 	DialOptions []grpc.DialOption // default: insecure, 64 MiB messages
-	// MaxAttempts bounds tries of one call across leader changes (default
-	// 16: about 3.4 s of pauses with the default Backoff).
-	MaxAttempts int
+	// RetryTimeout bounds how long one call keeps trying across leader
+	// changes and unreachable nodes (default 30 s: an election after a
+	// leader's kill -9 takes a few seconds with the default Raft timeouts,
+	// and a process restart longer). The call's context may end it sooner.
+	RetryTimeout time.Duration
 	// Backoff is the first pause between tries, doubled up to 250 ms
-	// (default 50 ms).
+	// (default 50 ms); each pause is jittered to [d/2, d) so clients that
+	// lost the same leader do not probe in lockstep.
 	Backoff time.Duration
 	// ProbeTimeout bounds one Status probe while looking for the leader (default 2 s).
 	ProbeTimeout time.Duration
@@ -46,8 +50,8 @@ func (o *Options) defaults() {
 			grpc.WithInitialWindowSize(4 << 20), grpc.WithInitialConnWindowSize(16 << 20),
 		}
 	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 16
+	if o.RetryTimeout <= 0 {
+		o.RetryTimeout = DefaultRetryTimeout
 	}
 	if o.Backoff <= 0 {
 		o.Backoff = 50 * time.Millisecond
@@ -56,6 +60,9 @@ func (o *Options) defaults() {
 		o.ProbeTimeout = 2 * time.Second
 	}
 }
+
+// DefaultRetryTimeout is Options.RetryTimeout's default.
+const DefaultRetryTimeout = 30 * time.Second
 
 // Client talks to a raftmq cluster. It is safe for concurrent use.
 type Client struct {
@@ -211,9 +218,15 @@ func (c *Client) probe(ctx context.Context, addr string) (*pb.StatusResponse, er
 // after an unknown outcome.
 func (c *Client) write(ctx context.Context, idempotent bool, call func(context.Context, pb.RaftMQClient) error) error {
 	var last error
-	for attempt := 0; attempt < c.opts.MaxAttempts; attempt++ {
-		if attempt > 0 && !c.pause(ctx, attempt) {
-			return ctxErr(ctx, last)
+	r := c.newRetry()
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if ok, expired := r.pause(ctx, attempt); !ok {
+				if expired {
+					return r.giveUp(attempt, last)
+				}
+				return ctxErr(ctx, last)
+			}
 		}
 		addr := c.leader()
 		if addr == "" {
@@ -223,11 +236,11 @@ func (c *Client) write(ctx context.Context, idempotent bool, call func(context.C
 				continue
 			}
 		}
-		r, err := c.rpc(addr)
+		rc, err := c.rpc(addr)
 		if err != nil {
 			return err
 		}
-		err = call(ctx, r)
+		err = call(ctx, rc)
 		if err == nil {
 			return nil
 		}
@@ -246,26 +259,28 @@ func (c *Client) write(ctx context.Context, idempotent bool, call func(context.C
 		c.log.Debug("write not accepted; re-resolving leader", "addr", addr, "hint", hint, "error", err)
 		c.setLeader(hint)
 	}
-	if r, _ := transport.RetryReason(last); r == transport.ReasonOverloaded {
-		return fmt.Errorf("%w after %d attempts: %w", ErrOverloaded, c.opts.MaxAttempts, last)
-	}
-	return fmt.Errorf("%w after %d attempts: %w", ErrUnavailable, c.opts.MaxAttempts, last)
 }
 
 // read runs call on the leader (or any node with ReadFromAny), moving to
 // another node when one is unavailable. Reads are always safe to retry.
 func (c *Client) read(ctx context.Context, call func(context.Context, pb.RaftMQClient) error) error {
 	var last error
-	for attempt := 0; attempt < c.opts.MaxAttempts; attempt++ {
-		if attempt > 0 && !c.pause(ctx, attempt) {
-			return ctxErr(ctx, last)
+	r := c.newRetry()
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if ok, expired := r.pause(ctx, attempt); !ok {
+				if expired {
+					return r.giveUp(attempt, last)
+				}
+				return ctxErr(ctx, last)
+			}
 		}
 		addr := c.readAddr(attempt)
-		r, err := c.rpc(addr)
+		rc, err := c.rpc(addr)
 		if err != nil {
 			return err
 		}
-		err = call(ctx, r)
+		err = call(ctx, rc)
 		if err == nil {
 			return nil
 		}
@@ -277,7 +292,6 @@ func (c *Client) read(ctx context.Context, call func(context.Context, pb.RaftMQC
 			c.setLeader("")
 		}
 	}
-	return fmt.Errorf("%w after %d attempts: %w", ErrUnavailable, c.opts.MaxAttempts, last)
 }
 
 func (c *Client) readAddr(attempt int) string {
@@ -290,21 +304,59 @@ func (c *Client) readAddr(attempt int) string {
 	return eps[attempt%len(eps)]
 }
 
-// pause sleeps the backoff for attempt, or returns false when ctx ends.
-// maxPause caps the pause between tries.
+// maxPause caps the pause between tries. While a new leader is elected the
+// pause is what a caller waits beyond the election (a 1 s cap made
+// failovers last up to the next doubling: cluster-tests measured every
+// failover at 1.56 s).
 const maxPause = 250 * time.Millisecond
 
-func (c *Client) pause(ctx context.Context, attempt int) bool {
-	// Capped at maxPause: while a new leader is elected the pause is what a
-	// caller waits beyond the election (a 1 s cap made failovers last up to
-	// the next doubling: cluster-tests measured every failover at 1.56 s).
-	d := min(c.opts.Backoff<<min(attempt-1, 5), maxPause)
+// retry is the time budget of one call: tries go on until the deadline
+// (start + RetryTimeout) or the call's context ends, whichever is first.
+type retry struct {
+	backoff  time.Duration
+	timeout  time.Duration
+	deadline time.Time
+}
+
+func (c *Client) newRetry() *retry {
+	return &retry{backoff: c.opts.Backoff, timeout: c.opts.RetryTimeout,
+		deadline: time.Now().Add(c.opts.RetryTimeout)}
+}
+
+// jittered returns the pause before try attempt: the backoff doubled per
+// try up to maxPause, then drawn uniformly from [d/2, d).
+func jittered(backoff time.Duration, attempt int) time.Duration {
+	d := min(backoff<<min(attempt-1, 16), maxPause)
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2)
+}
+
+// pause sleeps before try attempt. It returns ok=false when ctx ended or
+// the budget ran out (expired), never sleeping past the deadline.
+func (r *retry) pause(ctx context.Context, attempt int) (ok, expired bool) {
+	left := time.Until(r.deadline)
+	if left <= 0 {
+		return false, true
+	}
+	d := min(jittered(r.backoff, attempt), left)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return false
+		return false, false
 	case <-t.C:
-		return true
+		return true, false
 	}
+}
+
+func (r *retry) giveUp(attempts int, last error) error {
+	if last == nil {
+		return fmt.Errorf("%w: still failing after %v (%d tries)", ErrUnavailable, r.timeout, attempts)
+	}
+	if reason, _ := transport.RetryReason(last); reason == transport.ReasonOverloaded {
+		return fmt.Errorf("%w: still refused after %v (%d tries): %w", ErrOverloaded, r.timeout, attempts, last)
+	}
+	return fmt.Errorf("%w: still failing after %v (%d tries): %w", ErrUnavailable, r.timeout, attempts, last)
 }

@@ -102,10 +102,44 @@ func TestNoLeaderGivesUp(t *testing.T) {
 	for _, f := range []*fakeNode{leader, follower} {
 		f.set(func(f *fakeNode) { f.sendErr, f.status = transport.ErrNoLeader, transport.ClusterStatus{ID: "x"} })
 	}
-	c.opts.MaxAttempts = 3
+	// The budget is time: the call keeps trying for RetryTimeout, then
+	// gives up with ErrUnavailable (nothing was proposed).
+	c.opts.RetryTimeout = 400 * time.Millisecond
+	start := time.Now()
 	err := c.CreateTopic(testCtx(t), "T", 8)
+	took := time.Since(start)
 	if !errors.Is(err, ErrUnavailable) || IsOutcomeUnknown(err) {
 		t.Fatalf("err %v", err)
+	}
+	if took < c.opts.RetryTimeout || took > c.opts.RetryTimeout+5*time.Second {
+		t.Fatalf("gave up after %v, want just after RetryTimeout %v", took, c.opts.RetryTimeout)
+	}
+	// A context shorter than the budget ends the call with its own error.
+	c.opts.RetryTimeout = time.Hour
+	ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
+	defer cancel()
+	if err := c.CreateTopic(ctx, "T", 8); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("short context: err %v", err)
+	}
+}
+
+// Pauses grow to maxPause and are jittered within [d/2, d): not all equal.
+func TestRetryJitter(t *testing.T) {
+	seen := map[time.Duration]bool{}
+	for i := 0; i < 200; i++ {
+		for attempt := 1; attempt <= 20; attempt++ {
+			d := min(50*time.Millisecond<<min(attempt-1, 16), maxPause)
+			p := jittered(50*time.Millisecond, attempt)
+			if p < d/2 || p >= d {
+				t.Fatalf("attempt %d: pause %v outside [%v, %v)", attempt, p, d/2, d)
+			}
+			if attempt == 20 {
+				seen[p] = true
+			}
+		}
+	}
+	if len(seen) < 10 {
+		t.Fatalf("only %d distinct pauses at the cap: no jitter", len(seen))
 	}
 }
 
@@ -117,13 +151,13 @@ func TestOverloadedIsRetriedOnSameLeader(t *testing.T) {
 	leader, follower, lAddr, _ := cluster(t)
 	c := newClient(t, lAddr)
 	leader.set(func(f *fakeNode) { f.sendErr = fmt.Errorf("node: queue full: %w", transport.ErrOverloaded) })
-	c.opts.MaxAttempts = 3
+	c.opts.RetryTimeout = 400 * time.Millisecond
 	_, err := c.Send(testCtx(t), NewMessage("T", []byte("x")))
 	if !errors.Is(err, ErrOverloaded) || IsOutcomeUnknown(err) || status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("err %v (code %v), want ErrOverloaded with RESOURCE_EXHAUSTED", err, status.Code(err))
 	}
-	if leader.Sends() != 3 || follower.Sends() != 0 || c.leader() != lAddr {
-		t.Fatalf("sends leader=%d follower=%d, leader %q: want 3 tries on %s", leader.Sends(), follower.Sends(), c.leader(), lAddr)
+	if leader.Sends() < 2 || follower.Sends() != 0 || c.leader() != lAddr {
+		t.Fatalf("sends leader=%d follower=%d, leader %q: want every try on %s", leader.Sends(), follower.Sends(), c.leader(), lAddr)
 	}
 	leader.set(func(f *fakeNode) { f.sendErr = nil })
 	if _, err := c.Send(testCtx(t), NewMessage("T", []byte("x"))); err != nil {

@@ -7,7 +7,10 @@
 // proposed: the server answered "not leader" / "no leader" (an ErrorInfo of
 // domain "raftmq"), or the connection was refused while dialing. The client
 // then re-resolves the leader (using the hint in the error) and tries again
-// with backoff, up to Options.MaxAttempts. A write whose fate is unknown —
+// with jittered backoff until Options.RetryTimeout (default 30 s) has passed
+// or the call's context ends: the budget is time, not a count of tries,
+// because an election lasts as long as it lasts. A write whose fate is
+// unknown —
 // codes.Unknown "outcome unknown", a deadline or a broken connection after
 // sending — is returned as ErrOutcomeUnknown and never retried blindly,
 // because a Send is not idempotent. CommitOffset is idempotent and is

@@ -11,10 +11,10 @@ type ProducerOptions struct {
 	MaxBatch    int           // messages per Send, default 128
 	Linger      time.Duration // how long a partial batch waits for more, default 2 ms
 	MaxInFlight int           // concurrent Sends, default 4
-	SendTimeout time.Duration // per batch, default 30 s
+	SendTimeout time.Duration // per batch, default the client's RetryTimeout + 10 s
 }
 
-func (o *ProducerOptions) defaults() {
+func (o *ProducerOptions) defaults(retry time.Duration) {
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 128
 	}
@@ -25,7 +25,9 @@ func (o *ProducerOptions) defaults() {
 		o.MaxInFlight = 4
 	}
 	if o.SendTimeout <= 0 {
-		o.SendTimeout = 30 * time.Second
+		// Longer than the retry budget, so a batch that could not be sent
+		// ends as ErrUnavailable (nothing stored), not as a deadline.
+		o.SendTimeout = retry + 10*time.Second
 	}
 }
 
@@ -58,7 +60,7 @@ type Producer struct {
 
 // NewProducer starts a producer on c; Close it when done.
 func NewProducer(c *Client, opts ProducerOptions) *Producer {
-	opts.defaults()
+	opts.defaults(c.opts.RetryTimeout)
 	p := &Producer{c: c, opts: opts, in: make(chan pending, opts.MaxBatch*opts.MaxInFlight),
 		kick: make(chan struct{}, 1), sem: make(chan struct{}, opts.MaxInFlight),
 		stop: make(chan struct{}), idle: make(chan struct{})}

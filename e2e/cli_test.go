@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -215,9 +216,23 @@ func testClusterStatusTransfer(t *testing.T, ctx context.Context, c *nodeproc.Cl
 	}
 
 	target := c.Nodes[(lead+1)%3].Spec().ID
-	cli(t, ctx, c, "cluster", "transfer", target)
+	old := c.Nodes[lead].Spec().ID
+	if out := cli(t, ctx, c, "cluster", "transfer", target); !strings.Contains(out, "transferred from "+old+" to "+target) {
+		t.Fatalf("transfer %s: %q, want it to name %s and %s", target, out, old, target)
+	}
 	waitLeader(t, ctx, c, func(id string) bool { return id == target }, "transfer to "+target)
-	cli(t, ctx, c, "cluster", "transfer")
+	// Asking for the leader it already has changes nothing and says so.
+	if out := cli(t, ctx, c, "cluster", "transfer", target); !strings.Contains(out, target+" already leads") {
+		t.Fatalf("transfer to the leader %s: %q", target, out)
+	}
+	var tr struct {
+		From, To      string
+		AlreadyLeader bool
+	}
+	if err := json.Unmarshal([]byte(cli(t, ctx, c, "--json", "cluster", "transfer")), &tr); err != nil ||
+		tr.From != target || tr.To == target || tr.To == "" || tr.AlreadyLeader {
+		t.Fatalf("transfer away from %s: %+v (%v)", target, tr, err)
+	}
 	waitLeader(t, ctx, c, func(id string) bool { return id != target }, "transfer away from "+target)
 }
 

@@ -104,7 +104,7 @@ func TestLeaderKillWhileProducing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	const topic = "e2e-kill"
-	cl := newClient(t, ctx, c, client.Options{MaxAttempts: 40, Backoff: 20 * time.Millisecond})
+	cl := newClient(t, ctx, c, client.Options{RetryTimeout: 30 * time.Second, Backoff: 20 * time.Millisecond})
 	if err := cl.CreateTopic(ctx, topic, 4); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -76,8 +77,12 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 		path = getenv("RAFTMQ_CONFIG")
 	}
 	if path != "" {
-		if _, err := toml.DecodeFile(path, &cfg); err != nil {
-			return Config{}, fmt.Errorf("%w: config file %s: %v", ErrConfig, path, err)
+		md, err := toml.DecodeFile(path, &cfg)
+		if err != nil {
+			return Config{}, fmt.Errorf("%w: config file %s: %w", ErrConfig, path, err)
+		}
+		if err := unknownKeys(path, md); err != nil {
+			return Config{}, err
 		}
 	}
 	for _, o := range options {
@@ -96,6 +101,26 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 		}
 	})
 	return cfg, err
+}
+
+// ErrUnknownKey is wrapped (with ErrConfig) when the config file has a key
+// that no setting reads: a typo must not start a node on defaults.
+var ErrUnknownKey = errors.New("unknown key")
+
+// unknownKeys fails on the first key of the file that was not decoded into
+// the Config, naming it with its table ("group_commit.max_bytes") and the
+// rest of them.
+func unknownKeys(path string, md toml.MetaData) error {
+	und := md.Undecoded()
+	if len(und) == 0 {
+		return nil
+	}
+	names := make([]string, len(und))
+	for i, k := range und {
+		names[i] = k.String()
+	}
+	return fmt.Errorf("%w: config file %s: %w %q (not a raftmq-node setting; all unknown: %s)",
+		ErrConfig, path, ErrUnknownKey, names[0], strings.Join(names, ", "))
 }
 
 // boolFlag lets --bootstrap be given bare (true) or as --bootstrap=false.

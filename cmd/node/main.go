@@ -1,5 +1,6 @@
 // Command raftmq-node runs one raftmq cluster member. With no flags it starts
-// a single-node cluster in ./data on the default ports; see INTERFACES.md.
+// a single-node cluster in ./data on the default ports. Build it under its
+// name: go build -o bin/raftmq-node ./cmd/node. --version prints the build.
 package main
 
 import (
@@ -11,12 +12,19 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/raftmq/raftmq/internal/buildinfo"
 	"github.com/raftmq/raftmq/node"
 )
 
 func main() { os.Exit(run()) }
 
 func run() int {
+	for _, a := range os.Args[1:] {
+		if a == "--version" || a == "-version" {
+			fmt.Println(buildinfo.String("raftmq-node"))
+			return 0
+		}
+	}
 	cfg, err := node.Load(os.Args[1:], os.Getenv, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

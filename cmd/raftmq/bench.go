@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/spf13/cobra"
 
 	"github.com/raftmq/raftmq/client"
 )
@@ -29,41 +30,56 @@ type benchFlags struct {
 	cpuprof  string // write this process's CPU profile here
 }
 
-func runBench(e *env, g *globals, args []string) error {
-	if len(args) == 0 {
-		return usagef("usage: bench produce|consume|e2e -t T [-n N] [-s SIZE] [-c C] [--duration D] [--rate R] [--batch B] [--inflight K]")
+func benchCmd(e *env) *cobra.Command {
+	modes := map[string]string{
+		"produce": "Measure produce throughput and latency (closed loop, or open loop with --rate)",
+		"consume": "Measure consume throughput: one long-polling reader per queue",
+		"e2e":     "Measure end-to-end latency: produce and consume at once, send time in the body",
 	}
-	fs := newFlagSet("bench "+args[0], e.stderr)
-	f := benchFlags{mode: args[0]}
-	fs.StringVar(&f.topic, "t", "", "topic (required)")
-	fs.Int64Var(&f.n, "n", 10000, "messages (0: until --duration)")
-	fs.IntVar(&f.size, "s", 1024, "body size")
-	fs.IntVar(&f.conc, "c", 4, "concurrent producers (consumers: one per queue)")
-	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: when -n is done)")
-	fs.Float64Var(&f.rate, "rate", 0, "open loop: messages per second in total (0: closed loop)")
-	fs.IntVar(&f.batch, "batch", 1, "messages per send")
-	fs.IntVar(&f.inflight, "inflight", 1, "pipelined (async) sends outstanding per producer")
-	fs.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of this CLI process to FILE (is the load generator the bottleneck?)")
-	pos, err := parse(e, g, fs, args[1:])
-	if err != nil {
-		return err
-	}
-	if err := f.check(pos); err != nil {
-		return err
-	}
-	c, err := e.connect()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if f.cpuprof != "" {
-		stop, err := startCPUProfile(f.cpuprof)
-		if err != nil {
-			return err
+	var subs []*cobra.Command
+	for _, mode := range []string{"produce", "consume", "e2e"} {
+		f := benchFlags{mode: mode}
+		cmd := &cobra.Command{
+			Use:   mode + " -t T [-n N] [-s SIZE] [-c C] [--duration D] [--rate R] [--batch B] [--inflight K]",
+			Short: modes[mode],
+			Args:  noArgs,
+			RunE: e.action(func(e *env, _ *cobra.Command, _ []string) error {
+				if err := f.check(); err != nil {
+					return err
+				}
+				c, err := e.connect()
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				if f.cpuprof != "" {
+					stop, err := startCPUProfile(f.cpuprof)
+					if err != nil {
+						return err
+					}
+					defer stop()
+				}
+				return bench(e, c, f)
+			}),
 		}
-		defer stop()
+		fl := cmd.Flags()
+		topicFlag(e, cmd, &f.topic, "topic (required)")
+		fl.Int64VarP(&f.n, "num", "n", 10000, "messages (0: until --duration)")
+		fl.IntVarP(&f.size, "size", "s", 1024, "body size")
+		fl.IntVarP(&f.conc, "concurrency", "c", 4, "concurrent producers (consumers: one per queue)")
+		fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: when -n is done)")
+		fl.Float64Var(&f.rate, "rate", 0, "open loop: messages per second in total (0: closed loop)")
+		fl.IntVar(&f.batch, "batch", 1, "messages per send")
+		fl.IntVar(&f.inflight, "inflight", 1, "pipelined (async) sends outstanding per producer")
+		fl.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of this CLI process to FILE (is the load generator the bottleneck?)")
+		subs = append(subs, cmd)
 	}
-	return bench(e, c, f)
+	g := group("bench", "Load a running cluster and report throughput and latency percentiles", subs...)
+	g.Long = `Load a running cluster and report count, seconds, msgs_per_s, mb_per_s,
+p50_ms, p99_ms, p999_ms, max_ms and errors (--json: one summary object).
+Latencies are recorded in an HdrHistogram; with --rate the load is open loop
+and each latency is measured from the batch's due time.`
+	return g
 }
 
 // startCPUProfile profiles this process into file until stop is called.
@@ -79,12 +95,8 @@ func startCPUProfile(file string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); _ = out.Close() }, nil
 }
 
-func (f *benchFlags) check(pos []string) error {
+func (f *benchFlags) check() error {
 	switch {
-	case f.mode != "produce" && f.mode != "consume" && f.mode != "e2e":
-		return usagef("unknown bench mode %q (produce, consume or e2e)", f.mode)
-	case len(pos) > 0:
-		return usagef("unexpected argument %q", pos[0])
 	case f.topic == "":
 		return usagef("-t TOPIC is required")
 	case f.n < 0 || f.size < 0 || f.duration < 0 || f.rate < 0:
@@ -136,7 +148,7 @@ func bench(e *env, c *client.Client, f benchFlags) error {
 		defer cancel()
 	}
 	rec := &recorder{hist: newHist()}
-	prog := startProgress(e.stderr, func() string {
+	prog := startProgress(e, func() string {
 		return fmt.Sprintf("%s: %d messages, %d errors", f.mode, rec.count.Load(), rec.errors.Load())
 	})
 	start := time.Now()

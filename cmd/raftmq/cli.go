@@ -4,16 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/status"
 
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/buildinfo"
 )
 
 // Exit statuses.
@@ -23,19 +27,8 @@ const (
 	exitUsage = 2
 )
 
-const usageText = `usage: raftmq [--server host:port[,host:port...]] [--json] COMMAND ...
-
-commands:
-  topic create T [--queues N] | list | describe T | delete T
-  produce -t T [-n N] [-s SIZE] [--key K] [--tag TAG] [--body B] [--ack-log FILE] [--batch B] [-c C]
-  consume -t T [-q Q] [--from OFFSET | --group G] [-n N] [--to-end] [--tag TAG]
-  query --key K -t T | --msg-id ID [-t T]
-  cluster status | join ID RAFTADDR APIADDR | remove ID | transfer [ID]
-  bench produce|consume|e2e -t T [-n N] [-s SIZE] [-c C] [--duration D] [--rate R] [--batch B]
-  verify DIR [DIR...]
-
-Global flags may appear anywhere. Exit status: 0 ok, 1 failed, 2 bad usage.
-`
+// defaultServer is --server's default when RAFTMQ_SERVER is not set.
+const defaultServer = "127.0.0.1:9001"
 
 // usageError marks bad command-line usage (exit status 2).
 type usageError struct{ msg string }
@@ -49,117 +42,206 @@ func usagef(format string, args ...any) error {
 // env is what every command gets: global options and the output streams.
 type env struct {
 	ctx     context.Context
+	server  string // --server as given
 	servers []string
 	json    bool
+	debug   bool
+	quiet   bool
 	stdout  io.Writer
 	stderr  io.Writer
 	enc     *json.Encoder
+	ran     bool // a command's own code started: errors since are its own
 }
 
-// globals are registered on every flag set so they may appear anywhere.
-type globals struct {
-	server string
-	json   bool
-}
-
-func (g *globals) register(fs *flag.FlagSet) {
-	fs.StringVar(&g.server, "server", g.server, "comma-separated API addresses")
-	fs.BoolVar(&g.json, "json", g.json, "print JSON, one object per line")
-}
-
-type command func(e *env, g *globals, args []string) error
-
-func lookup(name string) (command, bool) {
-	cmds := map[string]command{
-		"topic":   runTopic,
-		"produce": runProduce,
-		"consume": runConsume,
-		"query":   runQuery,
-		"cluster": runCluster,
-		"bench":   runBench,
-		"verify":  runVerify,
+// action wraps a command's code: it marks that parsing and validation are
+// over (an error from here on is the operation's, exit 1, unless it is a
+// usageError) and passes the env.
+func (e *env) action(fn func(e *env, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		e.ran = true
+		return fn(e, cmd, args)
 	}
-	c, ok := cmds[name]
-	return c, ok
+}
+
+// offline marks commands that never dial, so --server is not checked.
+const offline = "offline"
+
+// dials reports whether cmd talks to the cluster (then --server must be
+// valid): not the root, verify, help, or shell completion.
+func dials(cmd *cobra.Command) bool {
+	if !cmd.HasParent() {
+		return false
+	}
+	for c := cmd; c != nil; c = c.Parent() {
+		switch c.Name() {
+		case "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
+			return false
+		}
+		if c.Annotations[offline] != "" {
+			return false
+		}
+	}
+	return true
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	g := &globals{server: "127.0.0.1:9001"}
-	fs := newFlagSet("raftmq", stderr)
-	g.register(fs)
-	fs.Usage = func() { fmt.Fprint(stderr, usageText) }
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	rest := fs.Args()
-	if len(rest) == 0 || rest[0] == "help" {
-		fmt.Fprint(stderr, usageText)
-		if len(rest) == 0 {
-			return exitUsage
-		}
-		return exitOK
-	}
-	cmd, ok := lookup(rest[0])
-	if !ok {
-		fmt.Fprintf(stderr, "raftmq: unknown command %q\n%s", rest[0], usageText)
-		return exitUsage
-	}
 	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, enc: json.NewEncoder(stdout)}
-	err := cmd(e, g, rest[1:])
+	root := newRoot(e)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
+	}
+	if cmd == nil {
+		cmd = root
+	}
 	var ue *usageError
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "raftmq %s: %v\n", rest[0], err)
+	if !e.ran || errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "%s: %s\nRun '%s --help' for usage.\n", cmd.CommandPath(), errLine(err, true), cmd.CommandPath())
 		return exitUsage
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "raftmq %s: %v\n", rest[0], err)
-		return exitFail
 	}
+	fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), errLine(err, e.debug))
+	return exitFail
 }
 
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
+func newRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "raftmq",
+		Short: "Client and admin tool of a raftmq cluster",
+		Long: `raftmq produces, consumes and queries messages of a raftmq cluster and
+administers its topics and members. Global flags may appear anywhere.
 
-// parse parses flags interleaved with positional arguments and applies the
-// global flags; it returns the positional arguments.
-func parse(e *env, g *globals, fs *flag.FlagSet, args []string) ([]string, error) {
-	g.register(fs)
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+Exit status: 0 success, 1 the operation failed, 2 bad usage.`,
+		Version:       buildinfo.String("raftmq"),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownCommand(cmd, args[0])
 			}
-			return nil, usagef("%v", err)
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		if args[0] == "--" {
-			pos = append(pos, args[1:]...)
-			break
-		}
-		pos, args = append(pos, args[0]), args[1:]
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usagef("missing command (one of: %s)", subcommandNames(cmd))
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if !dials(cmd) {
+				return nil
+			}
+			servers, err := parseServers(e.server)
+			if err != nil {
+				return err
+			}
+			e.servers = servers
+			return nil
+		},
 	}
-	e.json = g.json
-	e.servers = nil
-	for _, s := range strings.Split(g.server, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			e.servers = append(e.servers, s)
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+	server := os.Getenv("RAFTMQ_SERVER")
+	if server == "" {
+		server = defaultServer
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&e.server, "server", server, "comma-separated API addresses host:port (env RAFTMQ_SERVER)")
+	pf.BoolVar(&e.json, "json", false, "print JSON, one object per line")
+	pf.BoolVar(&e.debug, "debug", false, "print errors with their whole gRPC detail")
+	pf.BoolVar(&e.quiet, "quiet", false, "no progress lines on stderr")
+	root.AddCommand(topicCmd(e), produceCmd(e), consumeCmd(e), queryCmd(e), clusterCmd(e), benchCmd(e), verifyCmd(e))
+	return root
+}
+
+// group returns a command that only holds subcommands: without one it is
+// bad usage (exit 2), and an unknown one is named.
+func group(use, short string, subs ...*cobra.Command) *cobra.Command {
+	g := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownCommand(cmd, args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usagef("missing subcommand (one of: %s)", subcommandNames(cmd))
+		},
+	}
+	g.AddCommand(subs...)
+	return g
+}
+
+func unknownCommand(cmd *cobra.Command, name string) error {
+	msg := fmt.Sprintf("unknown %s command %q (one of: %s)", strings.TrimPrefix(cmd.CommandPath(), "raftmq "), name, subcommandNames(cmd))
+	if !cmd.HasParent() {
+		msg = fmt.Sprintf("unknown command %q (one of: %s)", name, subcommandNames(cmd))
+	}
+	if s := cmd.SuggestionsFor(name); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %s?", strings.Join(s, " or "))
+	}
+	return usagef("%s", msg)
+}
+
+func subcommandNames(cmd *cobra.Command) string {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() && c.Name() != "help" && c.Name() != "completion" {
+			names = append(names, c.Name())
 		}
 	}
-	if len(e.servers) == 0 {
-		return nil, usagef("--server is empty")
+	return strings.Join(names, ", ")
+}
+
+// positional checks the number of positional arguments.
+func positional(min, max int, usage string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < min || (max >= 0 && len(args) > max) {
+			return usagef("usage: %s", usage)
+		}
+		return nil
 	}
-	return pos, nil
+}
+
+// noArgs refuses positional arguments, naming the first.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q", args[0])
+	}
+	return nil
+}
+
+// parseServers splits --server and checks every address is host:port with
+// a numeric port, before anything is dialled ("localhost" alone would
+// otherwise be dialled as localhost:443).
+func parseServers(list string) ([]string, error) {
+	var servers []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(s)
+		if err != nil {
+			var ae *net.AddrError
+			if errors.As(err, &ae) && strings.Contains(ae.Err, "missing port") {
+				return nil, usagef("--server %q: missing port (want host:port, e.g. %s:9001)", s, s)
+			}
+			return nil, usagef("--server %q: not host:port: %v", s, err)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return nil, usagef("--server %q: port %q is not a number in [1, 65535]", s, port)
+		}
+		if host == "" {
+			return nil, usagef("--server %q: missing host (want host:port)", s)
+		}
+		servers = append(servers, s)
+	}
+	if len(servers) == 0 {
+		return nil, usagef("--server is empty (want host:port[,host:port...])")
+	}
+	return servers, nil
 }
 
 // connect opens a client on the --server addresses.
@@ -172,26 +254,87 @@ func (e *env) connect() (*client.Client, error) {
 // emit prints v as one JSON line.
 func (e *env) emit(v any) error { return e.enc.Encode(v) }
 
-// isTerminal reports whether w is a terminal (progress goes only there).
+// isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
-func requireArgs(pos []string, min, max int, what string) error {
-	if len(pos) < min || (max >= 0 && len(pos) > max) {
-		return usagef("usage: %s", what)
+// errLine renders err as one line. Without debug the gRPC status chain
+// ("rpc error: code = Unavailable desc = connection error: desc = ...") is
+// cut to its innermost description; --debug prints everything.
+func errLine(err error, debug bool) string {
+	s := err.Error()
+	if !debug {
+		if i := strings.Index(s, "rpc error: code = "); i >= 0 {
+			s = s[:i] + grpcDetail(err, s[i:])
+		}
+		s = strings.ReplaceAll(s, "client: ", "")
 	}
-	return nil
+	return strings.Join(strings.Fields(s), " ")
 }
 
-// flagSet reports whether the flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	found := false
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == name {
-			found = true
+// grpcDetail returns the innermost description of the gRPC status in err
+// (or of the text rest, which starts with "rpc error: ").
+func grpcDetail(err error, rest string) string {
+	msg := rest
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) && se.GRPCStatus() != nil {
+		msg = se.GRPCStatus().Message()
+	}
+	if i := strings.LastIndex(msg, "desc = "); i >= 0 {
+		msg = msg[i+len("desc = "):]
+	}
+	msg = strings.Trim(msg, `"`)
+	for _, p := range []string{"transport: ", "Error while dialing: ", "error while dialing: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return msg
+}
+
+// completeTopics completes topic names from the cluster (shell completion
+// of `topic describe T`, `-t T`, ...). It gives nothing when the cluster is
+// not reachable within a second or two.
+func completeTopics(e *env) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		servers, err := parseServers(e.server)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-	})
-	return found
+		ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
+		defer cancel()
+		c, err := client.New(ctx, servers, client.Options{ProbeTimeout: time.Second, RetryTimeout: time.Second})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer c.Close()
+		ts, err := c.ListTopics(ctx)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		for _, t := range ts {
+			if strings.HasPrefix(t.Name, toComplete) {
+				out = append(out, t.Name)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeFirstTopic completes the first positional argument only.
+func completeFirstTopic(e *env) cobra.CompletionFunc {
+	topics := completeTopics(e)
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return topics(cmd, args, toComplete)
+	}
+}
+
+// topicFlag registers -t/--topic with completion of topic names.
+func topicFlag(e *env, cmd *cobra.Command, dst *string, usage string) {
+	cmd.Flags().StringVarP(dst, "topic", "t", "", usage)
+	_ = cmd.RegisterFlagCompletionFunc("topic", completeTopics(e))
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,14 +108,178 @@ func TestHelpExitsZero(t *testing.T) {
 	}
 }
 
-func TestParseInterleaved(t *testing.T) {
-	e := &env{}
-	g := &globals{server: "x:1"}
-	fs := newFlagSet("t", &bytes.Buffer{})
-	q := fs.Int("queues", 8, "")
-	pos, err := parse(e, g, fs, []string{"T", "--queues", "3", "--json", "--server", "a:1, b:2", "U"})
-	if err != nil || *q != 3 || !e.json || strings.Join(pos, ",") != "T,U" || strings.Join(e.servers, ",") != "a:1,b:2" {
-		t.Fatalf("pos %v q %d json %v servers %v err %v", pos, *q, e.json, e.servers, err)
+// Help at every level goes to stdout and exits 0.
+func TestHelpAtEveryLevel(t *testing.T) {
+	for _, args := range [][]string{
+		{"--help"}, {"-h"}, {"help"}, {"help", "topic"}, {"topic", "--help"}, {"topic", "create", "--help"},
+		{"produce", "-h"}, {"consume", "--help"}, {"query", "--help"}, {"cluster", "--help"},
+		{"cluster", "transfer", "--help"}, {"bench", "--help"}, {"bench", "produce", "--help"},
+		{"verify", "--help"}, {"completion", "--help"},
+	} {
+		code, stdout, stderr := runCLI(t, args...)
+		if code != exitOK || !strings.Contains(stdout, "Usage:") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+}
+
+func TestVersionAndCompletion(t *testing.T) {
+	code, stdout, _ := runCLI(t, "--version")
+	if code != exitOK || !strings.HasPrefix(stdout, "raftmq ") || !strings.Contains(stdout, "commit") {
+		t.Fatalf("--version: exit %d %q", code, stdout)
+	}
+	for _, sh := range []string{"bash", "zsh", "fish", "powershell"} {
+		code, stdout, stderr := runCLI(t, "completion", sh)
+		if code != exitOK || !strings.Contains(stdout, "raftmq") {
+			t.Errorf("completion %s: exit %d, %d bytes, stderr %q", sh, code, len(stdout), stderr)
+		}
+	}
+}
+
+// Addresses are checked before anything is dialled: a missing port is bad
+// usage (exit 2) naming the address, also when it comes from RAFTMQ_SERVER.
+func TestServerValidation(t *testing.T) {
+	for _, c := range []struct{ server, want string }{
+		{"localhost", `"localhost": missing port`},
+		{"127.0.0.1:9001,localhost", `"localhost": missing port`},
+		{"localhost:http", `port "http"`},
+		{"localhost:0", `port "0"`},
+		{":9001", "missing host"},
+		{"[::1", "not host:port"},
+		{" , ", "--server is empty"},
+	} {
+		code, _, stderr := runCLI(t, "--server", c.server, "topic", "list")
+		if code != exitUsage || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 2 {
+			t.Errorf("--server %q: exit %d, stderr %q, want exit 2 and %q", c.server, code, stderr, c.want)
+		}
+	}
+	t.Setenv("RAFTMQ_SERVER", "localhost")
+	if code, _, stderr := runCLI(t, "topic", "list"); code != exitUsage || !strings.Contains(stderr, `"localhost": missing port`) {
+		t.Fatalf("RAFTMQ_SERVER=localhost: exit %d, stderr %q", code, stderr)
+	}
+	// Help and completion never dial: a bad RAFTMQ_SERVER does not matter.
+	for _, args := range [][]string{{"help"}, {"help", "topic"}, {"completion", "bash"}, {"topic", "--help"}} {
+		if code, _, stderr := runCLI(t, args...); code != exitOK {
+			t.Errorf("%q with RAFTMQ_SERVER=localhost: exit %d %q", args, code, stderr)
+		}
+	}
+	// verify never dials: a bad --server does not matter to it (an empty
+	// dir fails verification, exit 1, not bad usage).
+	if code, _, stderr := runCLI(t, "verify", t.TempDir()); code != exitFail || strings.Contains(stderr, "--server") {
+		t.Fatalf("verify with a bad RAFTMQ_SERVER: exit %d %q", code, stderr)
+	}
+}
+
+// Shell completion offers the cluster's topic names for -t and for topic
+// describe's argument.
+func TestCompleteTopics(t *testing.T) {
+	s := transporttest.StartT(t)
+	srv := "--server=" + s.Addr
+	mustRun(t, srv, "topic", "create", "orders", "--queues", "1")
+	mustRun(t, srv, "topic", "create", "audit", "--queues", "1")
+	for _, args := range [][]string{
+		{srv, "__complete", "topic", "describe", "or"},
+		{srv, "__complete", "produce", "-t", "or"},
+		{srv, "__complete", "bench", "consume", "--topic", ""},
+	} {
+		out := mustRun(t, args...)
+		if !strings.Contains(out, "orders\n") || (args[len(args)-1] == "or" && strings.Contains(out, "audit")) {
+			t.Errorf("%q: %q", args, out)
+		}
+	}
+	// Unreachable: no candidates, no error.
+	if out := mustRun(t, "--server", deadAddr(t), "__complete", "topic", "describe", ""); strings.Contains(out, "orders") {
+		t.Fatalf("completion without a cluster: %q", out)
+	}
+}
+
+// RAFTMQ_SERVER is --server's default; the flag wins over it.
+func TestServerFromEnv(t *testing.T) {
+	s := transporttest.StartT(t)
+	t.Setenv("RAFTMQ_SERVER", s.Addr)
+	mustRun(t, "topic", "create", "E", "--queues", "1")
+	t.Setenv("RAFTMQ_SERVER", deadAddr(t))
+	if out := mustRun(t, "--server", s.Addr, "topic", "list"); !strings.Contains(out, "E\t1") {
+		t.Fatalf("--server over RAFTMQ_SERVER: %q", out)
+	}
+}
+
+// An operation's error is one line without the gRPC chain; --debug shows it.
+func TestErrorOneLine(t *testing.T) {
+	dead := deadAddr(t)
+	code, _, stderr := runCLI(t, "--server", dead, "topic", "list")
+	if code != exitFail || strings.Count(stderr, "\n") != 1 || strings.Contains(stderr, "rpc error") ||
+		!strings.Contains(stderr, "connection refused") || !strings.HasPrefix(stderr, "raftmq topic list: ") {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "--server", dead, "--debug", "topic", "list")
+	if code != exitFail || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "rpc error: code = Unavailable") {
+		t.Fatalf("--debug: exit %d stderr %q", code, stderr)
+	}
+}
+
+// Without a terminal progress lines still go to stderr, plain (no carriage
+// returns); --quiet turns them off.
+func TestProgressWithoutTerminal(t *testing.T) {
+	var buf syncBuffer
+	e := &env{stderr: &buf}
+	p := startProgressEvery(e, 5*time.Millisecond, false, func() string { return "produced 7" })
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(buf.String(), "\n") < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // polling a buffer filled by a ticker
+	}
+	p.Stop()
+	out := buf.String()
+	if strings.Count(out, "raftmq: produced 7") < 2 || strings.Contains(out, "\r") {
+		t.Fatalf("progress without a terminal: %q", out)
+	}
+	buf = syncBuffer{}
+	e.quiet = true
+	p = startProgressEvery(e, time.Millisecond, false, func() string { return "x" })
+	time.Sleep(20 * time.Millisecond) // long enough for ~20 ticks if it printed
+	p.Stop()
+	if buf.String() != "" {
+		t.Fatalf("--quiet printed %q", buf.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The report of `verify --json` is parsed into fields, per store.
+func TestParseVerifyReport(t *testing.T) {
+	report := "d1/store: warning: torn tail at 100\n" +
+		"d1/store: ok min=0 confirm=4096 checkpoint=4000 last=12/3 entries=12 messages=50 queues=4 errors=0 warnings=1\n" +
+		"d2/store: error: queue 1 unit 3 points at 77\n" +
+		"d2/store: FAILED min=0 confirm=4096 checkpoint=-1 last=12/3 entries=12 messages=50 queues=4 errors=1 warnings=0\n" +
+		"compare: 2 replicas identical in [0,4096)\n"
+	got := parseVerifyReport(report)
+	if len(got.Stores) != 2 || got.Comparison == nil || !got.Comparison.OK || len(got.Other) != 0 {
+		t.Fatalf("parsed %+v", got)
+	}
+	s1, s2 := got.Stores[0], got.Stores[1]
+	if !s1.OK || s1.Fields["confirm"] != 4096 || s1.Fields["messages"] != 50 || s1.Last != "12/3" || len(s1.Warnings) != 1 {
+		t.Fatalf("store 1 %+v", s1)
+	}
+	if s2.OK || s2.Fields["checkpoint"] != -1 || len(s2.Errors) != 1 || s2.Errors[0] != "queue 1 unit 3 points at 77" {
+		t.Fatalf("store 2 %+v", s2)
+	}
+	if c := parseVerifyReport("compare: error: a and b differ at offset 9 (x vs y)\n").Comparison; c == nil || c.OK {
+		t.Fatalf("differing replicas: %+v", c)
 	}
 }
 
@@ -124,11 +289,15 @@ func TestSession(t *testing.T) {
 	srv := "--server=" + s.Addr
 	ack := filepath.Join(t.TempDir(), "acks.tsv")
 
-	mustRun(t, srv, "topic", "create", "T", "--queues", "2")
+	// Global flags anywhere, flags between positional arguments.
+	out := mustRun(t, "topic", "create", "--json", "T", "--server", s.Addr, "--queues", "2")
+	if !strings.Contains(out, `"queues":2`) {
+		t.Fatalf("create: %q", out)
+	}
 	if code, _, stderr := runCLI(t, srv, "topic", "create", "T"); code != exitFail || !strings.Contains(stderr, "exists") {
 		t.Fatalf("duplicate create: %d %q", code, stderr)
 	}
-	out := mustRun(t, srv, "topic", "list")
+	out = mustRun(t, srv, "topic", "list")
 	if !strings.Contains(out, "T\t2") {
 		t.Fatalf("list: %q", out)
 	}
@@ -226,8 +395,18 @@ func TestSession(t *testing.T) {
 		t.Fatalf("e2e exit %d summary %q stderr %q: %v", code, out, stderr, err)
 	}
 	out = mustRun(t, srv, "--json", "cluster", "status")
-	if !strings.Contains(out, `"leaderId":"local"`) {
+	if !strings.Contains(out, `"leaderId":"local"`) || !strings.Contains(out, `"hasLeader":true`) {
 		t.Fatalf("status %q", out)
+	}
+	// The JSON has every column of the table.
+	var st struct{ Members []map[string]any }
+	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Members) != 1 {
+		t.Fatalf("status members %q: %v", out, err)
+	}
+	for _, k := range []string{"id", "suffrage", "raftAddr", "apiAddr", "state", "commitIndex", "appliedIndex", "confirmOffset", "maxOffset"} {
+		if _, ok := st.Members[0][k]; !ok {
+			t.Fatalf("status member lacks %s: %q", k, out)
+		}
 	}
 	mustRun(t, srv, "topic", "delete", "T")
 	if code, _, _ := runCLI(t, srv, "topic", "describe", "T"); code != exitFail {

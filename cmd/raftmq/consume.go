@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/spf13/cobra"
+
 	"github.com/raftmq/raftmq/client"
 )
 
@@ -22,40 +24,46 @@ type consumeFlags struct {
 	fromSet           bool
 }
 
-func runConsume(e *env, g *globals, args []string) error {
-	fs := newFlagSet("consume", e.stderr)
+func consumeCmd(e *env) *cobra.Command {
 	var f consumeFlags
-	fs.StringVar(&f.topic, "t", "", "topic (required)")
-	fs.IntVar(&f.queue, "q", -1, "queue id (default: every queue)")
-	fs.Int64Var(&f.from, "from", 0, "start offset in every queue (default: the queue's min offset)")
-	fs.StringVar(&f.group, "group", "", "consumer group: start at its committed offsets and commit progress")
-	fs.Int64Var(&f.n, "n", 0, "stop after N messages (0: no limit)")
-	fs.BoolVar(&f.toEnd, "to-end", false, "stop at the queues' max offsets as of the start")
-	fs.StringVar(&f.tag, "tag", "", "only messages with this tag (a||b for either)")
-	fs.DurationVar(&f.wait, "wait", 2*time.Second, "long-poll wait per pull")
-	pos, err := parse(e, g, fs, args)
-	if err != nil {
-		return err
+	cmd := &cobra.Command{
+		Use:   "consume -t T [-q Q] [--from OFFSET | --group G] [-n N] [--to-end] [--tag TAG]",
+		Short: "Read messages of topic T",
+		Long: `Read messages of topic T from every queue (or queue Q), starting at each
+queue's min offset, at --from, or at the consumer group's committed offset
+(with --group, progress is committed after each batch printed). --to-end
+stops at the queues' max offsets as they were at the start; -n after N.`,
+		Args: noArgs,
+		RunE: e.action(func(e *env, cmd *cobra.Command, _ []string) error {
+			f.fromSet = cmd.Flags().Changed("from")
+			switch {
+			case f.topic == "":
+				return usagef("-t TOPIC is required")
+			case f.fromSet && f.group != "":
+				return usagef("--from and --group exclude each other")
+			case f.from < 0 || f.n < 0 || f.queue < -1:
+				return usagef("negative -q, --from or -n")
+			case f.wait < 0 || f.wait > time.Minute:
+				return usagef("--wait %v out of range [0, 1m]", f.wait)
+			}
+			c, err := e.connect()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return consume(e, c, f)
+		}),
 	}
-	f.fromSet = flagSet(fs, "from")
-	switch {
-	case len(pos) > 0:
-		return usagef("unexpected argument %q", pos[0])
-	case f.topic == "":
-		return usagef("-t TOPIC is required")
-	case f.fromSet && f.group != "":
-		return usagef("--from and --group exclude each other")
-	case f.from < 0 || f.n < 0 || f.queue < -1:
-		return usagef("negative -q, --from or -n")
-	case f.wait < 0 || f.wait > time.Minute:
-		return usagef("--wait %v out of range [0, 1m]", f.wait)
-	}
-	c, err := e.connect()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return consume(e, c, f)
+	fl := cmd.Flags()
+	topicFlag(e, cmd, &f.topic, "topic (required)")
+	fl.IntVarP(&f.queue, "queue", "q", -1, "queue id (default: every queue)")
+	fl.Int64Var(&f.from, "from", 0, "start offset in every queue (default: the queue's min offset)")
+	fl.StringVar(&f.group, "group", "", "consumer group: start at its committed offsets and commit progress")
+	fl.Int64VarP(&f.n, "num", "n", 0, "stop after N messages (0: no limit)")
+	fl.BoolVar(&f.toEnd, "to-end", false, "stop at the queues' max offsets as of the start")
+	fl.StringVar(&f.tag, "tag", "", "only messages with this tag (a||b for either)")
+	fl.DurationVar(&f.wait, "wait", 2*time.Second, "long-poll wait per pull")
+	return cmd
 }
 
 // consumer reads queues concurrently and prints messages in one stream.
@@ -75,7 +83,7 @@ func consume(e *env, c *client.Client, f consumeFlags) error {
 		return err
 	}
 	k := &consumer{e: e, c: c, f: f, done: make(chan struct{})}
-	prog := startProgress(e.stderr, func() string { return fmt.Sprintf("consumed %d", k.count.Load()) })
+	prog := startProgress(e, func() string { return fmt.Sprintf("consumed %d", k.count.Load()) })
 	defer prog.Stop()
 	var wg sync.WaitGroup
 	errs := make([]error, len(queues))
@@ -204,7 +212,7 @@ func (k *consumer) deliver(ms []client.ReceivedMessage, end int64) (next int64, 
 	return next, true, nil
 }
 
-// messageJSON is the --json form of a message (INTERFACES.md).
+// messageJSON is the --json form of a message.
 type messageJSON struct {
 	MsgID          string            `json:"msgId"`
 	OffsetMsgID    string            `json:"offsetMsgId"`

@@ -1,26 +1,36 @@
 // Command raftmq is the command-line client and admin tool of raftmq.
 //
-//	raftmq [--server host:port[,...]] [--json] COMMAND ...
+//	raftmq [--server host:port[,...]] [--json] [--debug] [--quiet] COMMAND ...
 //
-// Commands (the names are a contract, see INTERFACES.md):
+// Commands (scripts depend on these names; `raftmq COMMAND --help` for each):
 //
-//	topic create T --queues 8 | list | describe T | delete T
+//	topic create T --queues 8 | update T [--queues N] [--perm P] | list | describe T | delete T
 //	produce -t T -n 10000 -s 1024 [--key K] [--tag TAG] [--body B] [--ack-log FILE] [--batch B] [-c C]
 //	consume -t T [-q Q] [--from OFFSET | --group G] [-n N] [--to-end] [--tag TAG]
 //	query --key K -t T | --msg-id ID
 //	cluster status | join ID RAFTADDR APIADDR | remove ID | transfer [ID]
 //	bench produce|consume|e2e -t T -n N -s SIZE -c C [--duration D] [--rate R] [--batch B]
 //	verify DIR [DIR...]
+//	completion bash|zsh|fish|powershell
 //
-// Global flags may be given before or after the command. produce gives every
-// message a unique id (UNIQ_KEY) and, without --body, a body of -s bytes that
-// starts with that id; --ack-log gets "msgId\ttopic\tqueueId\tqueueOffset"
-// per acknowledged message and "msgId\ttopic\t?\t?" when the outcome is
-// unknown. consume starts at each queue's min offset unless --from or
-// --group says otherwise; in group mode it commits the offset after each
-// batch it printed. bench records latencies in an HdrHistogram; with --rate
-// it runs open loop and measures from each batch's due time. Progress lines
-// go to stderr only when it is a terminal.
+// The command tree is spf13/cobra: help at every level (exit 0), --version,
+// shell completion. Global flags may be given before or after the command.
+// --server defaults to RAFTMQ_SERVER, else 127.0.0.1:9001; every address is
+// checked to be host:port before anything is dialled. Errors are one line
+// (the gRPC status chain is cut to its innermost description; --debug
+// prints all of it).
+//
+// produce gives every message a unique id (UNIQ_KEY) and, without --body, a
+// body of -s bytes that starts with that id; --ack-log gets
+// "msgId\ttopic\tqueueId\tqueueOffset" per acknowledged message and
+// "msgId\ttopic\t?\t?" when the outcome is unknown. consume starts at each
+// queue's min offset unless --from or --group says otherwise; in group mode
+// it commits the offset after each batch it printed. bench records
+// latencies in an HdrHistogram; with --rate it runs open loop and measures
+// from each batch's due time. Long operations print progress to stderr: a
+// line rewritten every second on a terminal, a plain line every 10 s
+// otherwise, nothing with --quiet. cluster status exits 1 when the cluster
+// has no leader (the compose healthcheck relies on it).
 //
 // Exit status: 0 success, 1 the operation failed, 2 bad usage.
 package main

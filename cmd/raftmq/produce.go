@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/raftmq/raftmq/client"
 )
 
@@ -18,33 +20,40 @@ type produceFlags struct {
 	bodySet                       bool
 }
 
-func runProduce(e *env, g *globals, args []string) error {
-	fs := newFlagSet("produce", e.stderr)
+func produceCmd(e *env) *cobra.Command {
 	var f produceFlags
-	fs.StringVar(&f.topic, "t", "", "topic (required)")
-	fs.IntVar(&f.n, "n", 1, "number of messages")
-	fs.IntVar(&f.size, "s", 128, "body size in bytes (ignored with --body)")
-	fs.StringVar(&f.key, "key", "", "KEYS property of every message")
-	fs.StringVar(&f.tag, "tag", "", "TAGS property of every message")
-	fs.StringVar(&f.body, "body", "", "body of every message")
-	fs.StringVar(&f.ackLog, "ack-log", "", "append msgId, topic, queueId, queueOffset of every acknowledged message")
-	fs.IntVar(&f.batch, "batch", 64, "messages per send")
-	fs.IntVar(&f.conc, "c", 4, "sends in flight")
-	pos, err := parse(e, g, fs, args)
-	if err != nil {
-		return err
+	cmd := &cobra.Command{
+		Use:   "produce -t T [-n N] [-s SIZE] [--key K] [--tag TAG] [--body B] [--ack-log FILE]",
+		Short: "Send messages to topic T",
+		Long: `Send N messages to topic T. Every message gets a unique msgId (UNIQ_KEY)
+and, without --body, a body of SIZE bytes that starts with that msgId.
+--ack-log FILE appends "msgId<TAB>topic<TAB>queueId<TAB>queueOffset" per
+acknowledged message and "msgId<TAB>topic<TAB>?<TAB>?" when a send's
+outcome is unknown. Exit status 1 if any send failed or is unknown.`,
+		Args: noArgs,
+		RunE: e.action(func(e *env, cmd *cobra.Command, _ []string) error {
+			f.bodySet = cmd.Flags().Changed("body")
+			if err := f.check(); err != nil {
+				return err
+			}
+			return produce(e, f)
+		}),
 	}
-	f.bodySet = flagSet(fs, "body")
-	if err := f.check(pos); err != nil {
-		return err
-	}
-	return produce(e, f)
+	fl := cmd.Flags()
+	topicFlag(e, cmd, &f.topic, "topic (required)")
+	fl.IntVarP(&f.n, "num", "n", 1, "number of messages")
+	fl.IntVarP(&f.size, "size", "s", 128, "body size in bytes (ignored with --body)")
+	fl.StringVar(&f.key, "key", "", "KEYS property of every message")
+	fl.StringVar(&f.tag, "tag", "", "TAGS property of every message")
+	fl.StringVar(&f.body, "body", "", "body of every message")
+	fl.StringVar(&f.ackLog, "ack-log", "", "append msgId, topic, queueId, queueOffset of every acknowledged message")
+	fl.IntVar(&f.batch, "batch", 64, "messages per send")
+	fl.IntVarP(&f.conc, "concurrency", "c", 4, "sends in flight")
+	return cmd
 }
 
-func (f *produceFlags) check(pos []string) error {
+func (f *produceFlags) check() error {
 	switch {
-	case len(pos) > 0:
-		return usagef("unexpected argument %q", pos[0])
 	case f.topic == "":
 		return usagef("-t TOPIC is required")
 	case f.n < 1:
@@ -126,7 +135,7 @@ func produce(e *env, f produceFlags) error {
 	var st produceStats
 	var firstErr atomic.Value
 	p := client.NewProducer(c, client.ProducerOptions{MaxBatch: f.batch, MaxInFlight: f.conc})
-	prog := startProgress(e.stderr, func() string {
+	prog := startProgress(e, func() string {
 		return fmt.Sprintf("produced %d/%d (%d failed, %d unknown)", st.ok.Load(), f.n, st.failed.Load(), st.unknown.Load())
 	})
 	start := time.Now()

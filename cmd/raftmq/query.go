@@ -3,28 +3,38 @@ package main
 import (
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/raftmq/raftmq/client"
 )
 
-func runQuery(e *env, g *globals, args []string) error {
-	fs := newFlagSet("query", e.stderr)
-	key := fs.String("key", "", "message key (KEYS or UNIQ_KEY)")
-	topic := fs.String("t", "", "topic (required with --key)")
-	id := fs.String("msg-id", "", "message id (UNIQ_KEY or offset msg id)")
-	max := fs.Int("max", 64, "most messages to return for --key")
-	pos, err := parse(e, g, fs, args)
-	if err != nil {
-		return err
+func queryCmd(e *env) *cobra.Command {
+	var key, topic, id string
+	var maxN int
+	cmd := &cobra.Command{
+		Use:   "query --key K -t T | --msg-id ID",
+		Short: "Find messages by key or by message id",
+		Args:  noArgs,
+		RunE: e.action(func(e *env, _ *cobra.Command, _ []string) error {
+			return query(e, key, topic, id, maxN)
+		}),
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&key, "key", "", "message key (KEYS or UNIQ_KEY)")
+	topicFlag(e, cmd, &topic, "topic (required with --key)")
+	fl.StringVar(&id, "msg-id", "", "message id (UNIQ_KEY or offset msg id)")
+	fl.IntVar(&maxN, "max", 64, "most messages to return for --key")
+	return cmd
+}
+
+func query(e *env, key, topic, id string, maxN int) error {
 	switch {
-	case len(pos) > 0:
-		return usagef("unexpected argument %q", pos[0])
-	case (*key == "") == (*id == ""):
+	case (key == "") == (id == ""):
 		return usagef("give exactly one of --key K -t T or --msg-id ID")
-	case *key != "" && *topic == "":
+	case key != "" && topic == "":
 		return usagef("--key needs -t TOPIC")
-	case *max < 1 || *max > 1024:
-		return usagef("--max %d out of range [1, 1024]", *max)
+	case maxN < 1 || maxN > 1024:
+		return usagef("--max %d out of range [1, 1024]", maxN)
 	}
 	c, err := e.connect()
 	if err != nil {
@@ -32,10 +42,10 @@ func runQuery(e *env, g *globals, args []string) error {
 	}
 	defer c.Close()
 	var ms []client.ReceivedMessage
-	if *key != "" {
-		ms, err = c.QueryByKey(e.ctx, *topic, *key, int32(*max), time.Time{}, time.Time{})
+	if key != "" {
+		ms, err = c.QueryByKey(e.ctx, topic, key, int32(maxN), time.Time{}, time.Time{})
 	} else {
-		ms, err = c.QueryByMsgID(e.ctx, *topic, *id)
+		ms, err = c.QueryByMsgID(e.ctx, topic, id)
 	}
 	if err != nil {
 		return err

@@ -1,65 +1,68 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 )
 
-func runTopic(e *env, g *globals, args []string) error {
-	if len(args) == 0 {
-		return usagef("usage: topic create|update|list|describe|delete ...")
-	}
-	fs := newFlagSet("topic "+args[0], e.stderr)
-	queues := fs.Int("queues", 8, "number of queues (create; update: the new, larger count)")
-	perm := fs.Int("perm", 0, "update: permission bits, 2 write, 4 read, 6 both (0: keep)")
-	pos, err := parse(e, g, fs, args[1:])
-	if err != nil {
-		return err
-	}
-	switch args[0] {
-	case "update":
-		if err := requireArgs(pos, 1, 1, "topic update T [--queues N] [--perm P]"); err != nil {
-			return err
-		}
-		q := 0 // keep, unless --queues is given
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "queues" {
-				q = *queues
+func topicCmd(e *env) *cobra.Command {
+	var queues, perm int
+	create := &cobra.Command{
+		Use:   "create T [--queues N]",
+		Short: "Create topic T with N queues",
+		Args:  positional(1, 1, "topic create T [--queues N]"),
+		RunE: e.action(func(e *env, cmd *cobra.Command, args []string) error {
+			if queues < 1 || queues > 1024 {
+				return usagef("--queues %d out of range [1, 1024]", queues)
 			}
-		})
-		if q < 0 || q > 1024 || *perm < 0 || *perm > 7 {
-			return usagef("--queues %d must be in [1, 1024], --perm %d in [0, 7]", q, *perm)
-		}
-		if q == 0 && *perm == 0 {
-			return usagef("topic update needs --queues or --perm")
-		}
-		return topicUpdate(e, pos[0], int32(q), int32(*perm))
-	case "create":
-		if err := requireArgs(pos, 1, 1, "topic create T [--queues N]"); err != nil {
-			return err
-		}
-		if *queues < 1 || *queues > 1024 {
-			return usagef("--queues %d out of range [1, 1024]", *queues)
-		}
-		return topicCreate(e, pos[0], int32(*queues))
-	case "list":
-		if err := requireArgs(pos, 0, 0, "topic list"); err != nil {
-			return err
-		}
-		return topicList(e)
-	case "describe":
-		if err := requireArgs(pos, 1, 1, "topic describe T"); err != nil {
-			return err
-		}
-		return topicDescribe(e, pos[0])
-	case "delete":
-		if err := requireArgs(pos, 1, 1, "topic delete T"); err != nil {
-			return err
-		}
-		return topicDelete(e, pos[0])
+			return topicCreate(e, args[0], int32(queues))
+		}),
 	}
-	return usagef("unknown topic command %q", args[0])
+	create.Flags().IntVar(&queues, "queues", 8, "number of queues")
+	update := &cobra.Command{
+		Use:               "update T [--queues N] [--perm P]",
+		ValidArgsFunction: completeFirstTopic(e),
+		Short:             "Grow topic T's queues or change its permission",
+		Args:              positional(1, 1, "topic update T [--queues N] [--perm P]"),
+		RunE: e.action(func(e *env, cmd *cobra.Command, args []string) error {
+			q := 0 // keep, unless --queues is given
+			if cmd.Flags().Changed("queues") {
+				q = queues
+			}
+			if q < 0 || q > 1024 || perm < 0 || perm > 7 {
+				return usagef("--queues %d must be in [1, 1024], --perm %d in [0, 7]", q, perm)
+			}
+			if q == 0 && perm == 0 {
+				return usagef("topic update needs --queues or --perm")
+			}
+			return topicUpdate(e, args[0], int32(q), int32(perm))
+		}),
+	}
+	update.Flags().IntVar(&queues, "queues", 8, "the new, larger number of queues")
+	update.Flags().IntVar(&perm, "perm", 0, "permission bits: 2 write, 4 read, 6 both (0: keep)")
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List topics: name, queues, permission",
+		Args:  positional(0, 0, "topic list"),
+		RunE:  e.action(func(e *env, _ *cobra.Command, _ []string) error { return topicList(e) }),
+	}
+	describe := &cobra.Command{
+		Use:               "describe T",
+		ValidArgsFunction: completeFirstTopic(e),
+		Short:             "Show topic T and each queue's min and max offset",
+		Args:              positional(1, 1, "topic describe T"),
+		RunE:              e.action(func(e *env, _ *cobra.Command, args []string) error { return topicDescribe(e, args[0]) }),
+	}
+	del := &cobra.Command{
+		Use:               "delete T",
+		ValidArgsFunction: completeFirstTopic(e),
+		Short:             "Delete topic T",
+		Args:              positional(1, 1, "topic delete T"),
+		RunE:              e.action(func(e *env, _ *cobra.Command, args []string) error { return topicDelete(e, args[0]) }),
+	}
+	return group("topic", "Create, update, list, describe and delete topics", create, update, list, describe, del)
 }
 
 func topicCreate(e *env, name string, queues int32) error {
@@ -115,7 +118,7 @@ func topicList(e *env) error {
 			}
 			continue
 		}
-		fmt.Fprintf(e.stdout, "%s\t%d\n", t.Name, t.Queues)
+		fmt.Fprintf(e.stdout, "%s\t%d\t%d\n", t.Name, t.Queues, t.Perm)
 	}
 	return nil
 }
