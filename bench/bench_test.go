@@ -73,6 +73,9 @@ func checkRows(t *testing.T, rep *report) {
 		}
 		for _, s := range r.RaftmqRuns {
 			acked += s.Count
+			if strings.HasPrefix(r.Name, "produce") && s.Count > 0 && (len(s.DiskBytes) != 3 || s.WriteAmp <= 0) {
+				t.Errorf("row %q: no write amplification measured: disk bytes %v, amp %v", r.Name, s.DiskBytes, s.WriteAmp)
+			}
 		}
 		if strings.Contains(r.Name, "consume") && r.Raftmq <= 0 {
 			t.Errorf("consume row read nothing: %+v", r)

@@ -54,6 +54,8 @@ func msgs(s Summary) float64 { return s.MsgsPerS }
 func p50(s Summary) float64  { return s.P50 }
 func p99(s Summary) float64  { return s.P99 }
 
+func writeAmp(s Summary) float64 { return s.WriteAmp }
+
 func judgeProduce(row *Row) {
 	row.Ratio = ratio(row.Raftmq, row.Ceiling)
 	row.Target = fmt.Sprintf("ratio ≥ %.2f", targetProduceRatio)

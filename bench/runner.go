@@ -10,10 +10,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/raftmq/raftmq/internal/nodeproc"
+	"github.com/raftmq/raftmq/vfs"
 )
 
 // runner owns the clusters of one bench run.
@@ -41,6 +43,46 @@ type Summary struct {
 	Max      float64 `json:"max_ms"`
 	Errors   int64   `json:"errors"`
 	FirstErr string  `json:"first_error,omitempty"`
+	// DiskBytes is write_bytes of /proc/PID/io of each node process over
+	// the run (the bench fills it in; the CLI does not know).
+	DiskBytes []int64 `json:"disk_bytes,omitempty"`
+	// WriteAmp is the largest DiskBytes over the acknowledged message body
+	// bytes (Count × message size): disk bytes per body byte per node.
+	WriteAmp float64 `json:"write_amp,omitempty"`
+}
+
+// diskMeter reads write_bytes of every node process of c now; done reads
+// them again and fills s.DiskBytes and s.WriteAmp for msgSize-byte
+// messages. A process whose /proc/PID/io cannot be read (it restarted, or
+// no accounting) leaves the summary without them.
+func diskMeter(c *nodeproc.Cluster) (done func(s *Summary, msgSize int)) {
+	before := make([]int64, len(c.Nodes))
+	pids := make([]int, len(c.Nodes))
+	ok := true
+	for i, n := range c.Nodes {
+		pids[i] = n.PID()
+		var err error
+		if before[i], err = vfs.ProcessWriteBytes(pids[i]); err != nil {
+			ok = false
+		}
+	}
+	return func(s *Summary, msgSize int) {
+		if !ok {
+			return
+		}
+		disk := make([]int64, len(c.Nodes))
+		for i, n := range c.Nodes {
+			after, err := vfs.ProcessWriteBytes(pids[i])
+			if err != nil || n.PID() != pids[i] {
+				return
+			}
+			disk[i] = after - before[i]
+		}
+		s.DiskBytes = disk
+		if body := s.Count * int64(msgSize); body > 0 {
+			s.WriteAmp = float64(slices.Max(disk)) / float64(body)
+		}
+	}
 }
 
 // startClusters starts a raftmq and a ceiling cluster whose Raft log store
@@ -129,7 +171,10 @@ func (r *runner) produce(ctx context.Context, l load, d time.Duration) (Summary,
 	if l.Rate > 0 {
 		args = append(args, "--rate", strconv.FormatFloat(l.Rate, 'f', 0, 64))
 	}
-	return r.cliSummary(ctx, args...)
+	done := diskMeter(r.mq)
+	s, err := r.cliSummary(ctx, args...)
+	done(&s, l.Size)
+	return s, err
 }
 
 // cliSummary runs the CLI and parses its JSON summary; a run with errors
@@ -168,6 +213,7 @@ func (r *runner) ceiling(ctx context.Context, l load, d time.Duration) (Summary,
 	if err != nil {
 		return s, err
 	}
+	done := diskMeter(r.ceil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return s, fmt.Errorf("ceiling run: %w", err)
@@ -183,6 +229,7 @@ func (r *runner) ceiling(ctx context.Context, l load, d time.Duration) (Summary,
 	// The ceiling counts entries; report messages so rows compare like for like.
 	s.MsgsPerS *= float64(l.Batch)
 	s.Count *= int64(l.Batch)
+	done(&s, l.Size)
 	return s, nil
 }
 

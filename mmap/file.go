@@ -69,6 +69,14 @@ func prepareTmp(fsys vfs.FS, tmp string, size int64) error {
 	return err
 }
 
+// accountWrite tells a metered file (vfs.Metered) that n bytes of it were
+// written through the mapping, which its WriteAt never sees.
+func accountWrite(f vfs.File, n int64) {
+	if a, ok := f.(vfs.WriteAccounter); ok && n > 0 {
+		a.AccountWrite(n)
+	}
+}
+
 // checkRange validates [from, to) against a file of the given size.
 func checkRange(name string, from, to, size int64) error {
 	if from < 0 || from > to || to > size {

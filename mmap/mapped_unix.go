@@ -39,7 +39,9 @@ func openMapped(f vfs.File, name string, size int64, opts Options) (File, error)
 		}
 	}
 	if opts.PreTouch {
-		preTouch(data, opts.Abort)
+		// Each touched page is dirty now and will be written back: the disk
+		// meter counts it (see vfs.Meter).
+		accountWrite(f, preTouch(data, opts.Abort))
 	}
 	return &mappedFile{name: name, f: f, data: data, size: size}, nil
 }
@@ -48,12 +50,13 @@ func openMapped(f vfs.File, name string, size int64, opts Options) (File, error)
 const touchChunk = 4 << 20
 
 // preTouch writes a zero into every page so it is faulted in now. Only for
-// fresh (all-zero) files. It stops early once abort is closed.
-func preTouch(data []byte, abort <-chan struct{}) {
+// fresh (all-zero) files. It stops early once abort is closed. It returns
+// the bytes of the pages it touched.
+func preTouch(data []byte, abort <-chan struct{}) int64 {
 	for chunk := 0; chunk < len(data); chunk += touchChunk {
 		select {
 		case <-abort:
-			return
+			return int64(chunk)
 		default:
 		}
 		end := min(chunk+touchChunk, len(data))
@@ -61,6 +64,7 @@ func preTouch(data []byte, abort <-chan struct{}) {
 			data[i] = 0
 		}
 	}
+	return int64(len(data))
 }
 
 // Fd is the descriptor of the mapped file (recovery asks the file system
@@ -85,10 +89,13 @@ func (m *mappedFile) flushLocked(from, to int64) error {
 	if err := checkRange(m.name, from, to, m.Size()); err != nil || from == to {
 		return err
 	}
-	start := from &^ int64(unix.Getpagesize()-1)
+	page := int64(unix.Getpagesize())
+	start := from &^ (page - 1)
 	if err := unix.Msync(m.data[start:to], unix.MS_SYNC); err != nil {
 		return fmt.Errorf("mmap: msync %s: %w", m.name, err)
 	}
+	// msync writes back whole pages: the disk meter counts the page cover.
+	accountWrite(m.f, min((to+page-1)&^(page-1), m.size)-start)
 	return nil
 }
 

@@ -1,27 +1,38 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
+	walfs "github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
 	"go.etcd.io/bbolt"
 )
 
 // Raft log store kinds (RaftConfig.LogStore).
 const (
-	// LogStoreBolt is raft-boltdb/v2 with NoFreelistSync and the hashmap
-	// freelist: one bolt transaction and fsync per StoreLogs. The default.
-	LogStoreBolt = "boltdb"
-	// LogStoreWAL is hashicorp/raft-wal: segment files, one fsync per
-	// StoreLogs, whole files deleted on compaction. Experimental here.
+	// LogStoreWAL is hashicorp/raft-wal: append-only segment files, one
+	// fsync per StoreLogs, whole files deleted on compaction. It writes
+	// about 1.05 bytes per log byte, raft-boltdb 1.7–5.5 (see
+	// BenchmarkRaftLogStore and README "Raft log store"), but v0.4.0 can
+	// wedge after a kill -9 during a segment rotation (TestRaftWALKill9),
+	// so it is not the default yet.
 	LogStoreWAL = "wal"
+	// LogStoreBolt is raft-boltdb/v2 with NoFreelistSync and the hashmap
+	// freelist: one bolt transaction (two fdatasyncs) per StoreLogs. The
+	// default.
+	LogStoreBolt = "boltdb"
 )
 
 // RaftStore is a Raft log store that is also the stable store.
@@ -29,38 +40,218 @@ type RaftStore interface {
 	raft.LogStore
 	raft.StableStore
 	io.Closer
+	// WrittenBytes is how many bytes the store has handed to write()/pwrite
+	// on its log files since it was opened (raftmq_disk_write_bytes_total
+	// {file="raftlog"}). raft-wal: every WriteAt on its segment files
+	// (its small metadata bolt file, written on segment rotation and term
+	// or vote changes, is not counted). raft-boltdb: every page its
+	// transactions wrote (bbolt's PageAlloc) plus one meta page per write
+	// transaction — bbolt writes exactly those.
+	WrittenBytes() int64
+}
+
+// RaftStoreOptions tune OpenRaftStoreWith; the zero value is what
+// OpenRaftStore uses. They exist so BenchmarkRaftLogStore can measure
+// bbolt's knobs; a node always opens with the zero value.
+type RaftStoreOptions struct {
+	Logger hclog.Logger
+	// Bolt overrides the bbolt options (nil: NoFreelistSync, hashmap
+	// freelist, 1 s lock timeout).
+	Bolt *bbolt.Options
+	// WALSegmentSize overrides raft-wal's segment size (0: its 64 MiB).
+	WALSegmentSize int
 }
 
 // OpenRaftStore opens the Raft log + stable store of kind ("" is
 // LogStoreBolt) under dir (raft.db for bolt, wal/ for raft-wal). The bench's
 // ceiling opens its store here too, so both measure the same storage.
 func OpenRaftStore(kind, dir string, logger hclog.Logger) (RaftStore, error) {
+	return OpenRaftStoreWith(kind, dir, RaftStoreOptions{Logger: logger})
+}
+
+// DefaultBoltOptions are the bbolt options of the boltdb log store.
+func DefaultBoltOptions() *bbolt.Options {
+	return &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType}
+}
+
+// ErrLogStoreMismatch: the Raft directory holds the log of the other store
+// kind (a data dir written with raft-boltdb opened with the raft-wal
+// default, or the reverse). Opening it would start an empty log and lose
+// the node's term, vote and entries.
+var ErrLogStoreMismatch = errors.New("node: raft log store kind does not match the data dir")
+
+// OpenRaftStoreWith is OpenRaftStore with options.
+func OpenRaftStoreWith(kind, dir string, o RaftStoreOptions) (RaftStore, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	if err := checkLogStoreKind(kind, dir); err != nil {
+		return nil, err
+	}
 	switch kind {
 	case "", LogStoreBolt:
-		s, err := raftboltdb.New(raftboltdb.Options{
-			Path:        filepath.Join(dir, "raft.db"),
-			BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
-		})
+		bo := o.Bolt
+		if bo == nil {
+			bo = DefaultBoltOptions()
+		}
+		s, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), BoltOptions: bo})
 		if err != nil {
 			return nil, fmt.Errorf("node: open raft log %s: %w", dir, err)
 		}
-		return s, nil
+		page := bo.PageSize
+		if page == 0 {
+			page = os.Getpagesize()
+		}
+		b := &boltStore{BoltStore: s, page: int64(page)}
+		b.base = b.pageAlloc()
+		return b, nil
 	case LogStoreWAL:
 		wdir := filepath.Join(dir, "wal")
 		if err := os.MkdirAll(wdir, 0o755); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
+		logger := o.Logger
 		if logger == nil {
 			logger = hclog.NewNullLogger()
 		}
-		w, err := wal.Open(wdir, wal.WithLogger(logger))
+		// Our own MetaStore, closed by walStore.Close: raft-wal v0.4.0's
+		// Close leaves its metadata bolt file open, flock held, so opening
+		// the same dir again in this process (a node restarted in-process)
+		// would wait forever in bbolt.Open.
+		ws := &walStore{meta: &metadb.BoltMetaDB{}}
+		filer := segment.NewFiler(wdir, &countingVFS{VFS: walfs.New(), n: &ws.written})
+		size := o.WALSegmentSize
+		if size <= 0 {
+			size = wal.DefaultSegmentSize
+		}
+		w, err := wal.Open(wdir, wal.WithLogger(logger), wal.WithSegmentFiler(filer),
+			wal.WithSegmentSize(size), wal.WithMetaStore(ws.meta))
 		if err != nil {
+			_ = ws.meta.Close()
 			return nil, fmt.Errorf("node: open raft wal %s: %w", wdir, err)
 		}
-		return w, nil
+		ws.WAL = w
+		return ws, nil
 	}
-	return nil, fmt.Errorf("%w: raft log_store %q is neither %q nor %q", ErrConfig, kind, LogStoreBolt, LogStoreWAL)
+	return nil, fmt.Errorf("%w: raft log_store %q is neither %q nor %q", ErrConfig, kind, LogStoreWAL, LogStoreBolt)
+}
+
+// checkLogStoreKind refuses a dir that holds only the other kind's log.
+func checkLogStoreKind(kind, dir string) error {
+	hasBolt := exists(filepath.Join(dir, "raft.db"))
+	hasWAL := exists(filepath.Join(dir, "wal", metadb.FileName))
+	switch {
+	case kind != LogStoreWAL && hasWAL && !hasBolt:
+		return fmt.Errorf("%w: %s holds a raft-wal log (wal/); set [raft] log_store = %q", ErrLogStoreMismatch, dir, LogStoreWAL)
+	case kind == LogStoreWAL && hasBolt && !hasWAL:
+		return fmt.Errorf("%w: %s holds a raft-boltdb log (raft.db); set [raft] log_store = %q to keep using it", ErrLogStoreMismatch, dir, LogStoreBolt)
+	}
+	return nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// walStore is raft-wal with its segment writes counted. Embedding *wal.WAL
+// keeps every method, IsMonotonic (raft.MonotonicLogStore) included.
+type walStore struct {
+	*wal.WAL
+	meta    *metadb.BoltMetaDB
+	written atomic.Int64
+}
+
+// GetLog is raft-wal's GetLog, except that an index below FirstIndex is
+// raft.ErrLogNotFound. raft-wal v0.4.0 compacts by moving its first index
+// and deleting whole segments only, and still returns entries that were
+// "deleted" but sit in a kept segment. Raft then keeps replicating a
+// follower that is behind the compaction point from those entries instead
+// of sending it a snapshot; raft-boltdb and raft's contract say they are
+// gone.
+func (w *walStore) GetLog(index uint64, l *raft.Log) error {
+	first, err := w.WAL.FirstIndex()
+	if err != nil {
+		return err
+	}
+	if index < first {
+		return raft.ErrLogNotFound
+	}
+	return w.WAL.GetLog(index, l)
+}
+
+// Close closes the WAL, then its metadata file.
+func (w *walStore) Close() error {
+	return errors.Join(w.WAL.Close(), w.meta.Close())
+}
+
+func (w *walStore) WrittenBytes() int64 { return w.written.Load() }
+
+// countingVFS counts the bytes raft-wal writes to its segment files.
+type countingVFS struct {
+	types.VFS
+	n *atomic.Int64
+}
+
+func (c *countingVFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
+	f, err := c.VFS.Create(dir, name, size)
+	if err != nil {
+		return nil, err
+	}
+	return &countingFile{WritableFile: f, n: c.n}, nil
+}
+
+func (c *countingVFS) OpenWriter(dir, name string) (types.WritableFile, error) {
+	f, err := c.VFS.OpenWriter(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	return &countingFile{WritableFile: f, n: c.n}, nil
+}
+
+type countingFile struct {
+	types.WritableFile
+	n *atomic.Int64
+}
+
+func (c *countingFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := c.WritableFile.WriteAt(p, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// boltStore is raft-boltdb with its write transactions counted: every
+// StoreLogs, DeleteRange and Set is one bolt Update, which writes its
+// dirty pages (counted by bbolt as PageAlloc) and one meta page.
+type boltStore struct {
+	*raftboltdb.BoltStore
+	page int64
+	base int64 // PageAlloc at open
+	txs  atomic.Int64
+}
+
+func (b *boltStore) WrittenBytes() int64 {
+	return b.pageAlloc() - b.base + b.txs.Load()*b.page
+}
+
+func (b *boltStore) pageAlloc() int64 {
+	st := b.Stats()
+	return st.TxStats.GetPageAlloc()
+}
+
+func (b *boltStore) counted(err error) error {
+	if err == nil {
+		b.txs.Add(1)
+	}
+	return err
+}
+
+func (b *boltStore) StoreLog(l *raft.Log) error    { return b.counted(b.BoltStore.StoreLog(l)) }
+func (b *boltStore) StoreLogs(l []*raft.Log) error { return b.counted(b.BoltStore.StoreLogs(l)) }
+func (b *boltStore) DeleteRange(lo, hi uint64) error {
+	return b.counted(b.BoltStore.DeleteRange(lo, hi))
+}
+func (b *boltStore) Set(k, v []byte) error { return b.counted(b.BoltStore.Set(k, v)) }
+func (b *boltStore) SetUint64(k []byte, v uint64) error {
+	return b.counted(b.BoltStore.SetUint64(k, v))
 }

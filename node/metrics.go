@@ -1,12 +1,17 @@
 package node
 
 import (
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/raftmq/raftmq/recovery"
+	"github.com/raftmq/raftmq/vfs"
 )
 
 // metrics are the node's Prometheus metrics, in a private registry.
@@ -99,9 +104,59 @@ var (
 	gRaftIndex       = newGauge("raft_index", "Raft indexes: term, commit, applied, last_log, last_snapshot, fsm_applied.", "kind")
 	gFSMEntries      = newCounter("fsm_entries_total", "Entries given to the FSM by outcome.", "outcome")
 	gReady           = newGauge("leader_ready", "1 when this node leads and its barrier passed.")
+	gDiskWritten     = newCounter("disk_write_bytes_total", "Bytes this node wrote to disk by file: write()/pwrite bytes, plus the page-aligned cover of msync'd mmap ranges and pages dirtied by pre-touch (fallocate, truncate, directory syncs and the file system journal excluded).", "file")
 )
 
-var allGauges = []gauge{gCommitlogOffset, gFlushLag, gStoreCount, gStoreSize, gRecovery, gRaftState, gRaftIndex, gFSMEntries, gReady}
+var allGauges = []gauge{gCommitlogOffset, gFlushLag, gStoreCount, gStoreSize, gRecovery, gRaftState, gRaftIndex, gFSMEntries, gReady, gDiskWritten}
+
+// Disk meter classes (raftmq_disk_write_bytes_total{file}). "raftlog" is
+// not counted through vfs: the Raft log store writes its own files and
+// reports RaftStore.WrittenBytes.
+const (
+	diskRaftLog      = "raftlog"
+	diskCommitLog    = "commitlog"
+	diskConsumeQueue = "consumequeue"
+	diskIndex        = "index"
+	diskCheckpoint   = "checkpoint"
+	diskSnapshot     = "snapshot"
+	diskOther        = "other" // rebuild and abort markers, anything new
+)
+
+// newDiskMeter is the meter of the files a node with cfg opens through its
+// vfs: the store's queues, its checkpoint, Raft snapshots and a snapshot
+// being installed (<store>.staging).
+func newDiskMeter(cfg Config) *vfs.Meter {
+	storeDir := filepath.Clean(cfg.storeConfig().Dir)
+	snapDir := filepath.Join(cfg.Dir, "raft", "snapshots")
+	staging := storeDir + ".staging"
+	return vfs.NewMeter(func(name string) string {
+		name = filepath.Clean(name)
+		switch {
+		case within(name, snapDir), within(name, staging):
+			return diskSnapshot
+		case strings.HasPrefix(filepath.Base(name), recovery.CheckpointName):
+			return diskCheckpoint // and its .tmp
+		}
+		rel, err := filepath.Rel(storeDir, name)
+		if err != nil {
+			return diskOther
+		}
+		switch top, _, _ := strings.Cut(filepath.ToSlash(rel), "/"); top {
+		case "commitlog":
+			return diskCommitLog
+		case "consumequeue":
+			return diskConsumeQueue
+		case "index":
+			return diskIndex
+		}
+		return diskOther
+	}, diskCommitLog, diskConsumeQueue, diskIndex, diskCheckpoint, diskSnapshot, diskOther)
+}
+
+// within reports whether path is dir or below it (both clean).
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, g := range allGauges {
@@ -150,4 +205,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ready = 1
 	}
 	emit(gReady, ready)
+	emit(gDiskWritten, float64(c.n.bolt.WrittenBytes()), diskRaftLog)
+	for _, class := range c.n.disk.Classes() {
+		emit(gDiskWritten, float64(c.n.disk.Written(class)), class)
+	}
 }

@@ -28,7 +28,8 @@ import (
 type Node struct {
 	cfg  Config
 	log  hclog.Logger
-	fs   vfs.FS
+	fs   vfs.FS             // cfg.FS metered by disk
+	disk *vfs.Meter         // raftmq_disk_write_bytes_total (metrics.go)
 	host commitlog.HostPort // store host written into records this node leads
 
 	fsm   *fsm.FSM
@@ -65,6 +66,8 @@ func New(cfg Config) (*Node, error) {
 	if n.fs == nil {
 		n.fs = vfs.OS()
 	}
+	n.disk = newDiskMeter(cfg)
+	n.fs = vfs.Metered(n.fs, n.disk)
 	if n.log == nil {
 		n.log = hclog.New(&hclog.LoggerOptions{Name: "raftmq", Level: hclog.LevelFromString(cfg.LogLevel)})
 	}
