@@ -1,6 +1,7 @@
 package lossyfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +19,6 @@ const (
 	SectorSize = 512
 
 	sectorsPerPage = PageSize / SectorSize
-	allSectors     = uint8(1<<sectorsPerPage - 1)
 	noMask         = int64(math.MaxInt64)
 )
 
@@ -27,15 +27,6 @@ const (
 type page struct {
 	data  *[PageSize]byte
 	dirty uint8
-}
-
-// sectorMask is the mask of the sectors [from, to) of a page touches.
-func sectorMask(from, to int64) uint8 {
-	var m uint8
-	for s := from / SectorSize; s*SectorSize < to; s++ {
-		m |= 1 << s
-	}
-	return m
 }
 
 func isZero(b []byte) bool {
@@ -124,34 +115,33 @@ func (n *inode) readAt(dst []byte, off int64) (int, error) {
 	return len(dst), nil
 }
 
-// pageForWrite returns page idx of the overlay, materialising it from the
-// live view unless the write covers it whole.
-func (n *inode) pageForWrite(idx int64, whole bool) (*page, error) {
+// pageForWrite returns page idx of the overlay, materialised from the live
+// view.
+func (n *inode) pageForWrite(idx int64) (*page, error) {
 	p, ok := n.f.pages[idx]
-	if !ok {
-		p = &page{}
-		if !whole {
-			var buf [PageSize]byte
-			if err := n.readPage(idx, buf[:]); err != nil {
-				return nil, err
-			}
-			if !isZero(buf[:]) {
-				p.data = &buf
-			}
-		}
-		n.f.pages[idx] = p
+	if ok {
+		return p, nil
 	}
+	p = &page{}
+	var buf [PageSize]byte
+	if err := n.readPage(idx, buf[:]); err != nil {
+		return nil, err
+	}
+	if !isZero(buf[:]) {
+		p.data = &buf
+	}
+	n.f.pages[idx] = p
 	return p, nil
 }
 
 // writeAt puts data at off into the overlay (zeros when data is nil) and
-// grows the live size to cover it when grow is set.
+// grows the live size to cover it when grow is set. Only sectors whose
+// content changes count as written.
 func (n *inode) writeAt(data []byte, off, length int64, grow bool) error {
 	for pos := off; pos < off+length; {
 		idx, in := pos/PageSize, pos%PageSize
 		end := min(PageSize, in+(off+length-pos))
-		whole := in == 0 && end == PageSize
-		p, err := n.pageForWrite(idx, whole)
+		p, err := n.pageForWrite(idx)
 		if err != nil {
 			return err
 		}
@@ -159,26 +149,46 @@ func (n *inode) writeAt(data []byte, off, length int64, grow bool) error {
 		if data != nil {
 			chunk = data[pos-off : pos-off+(end-in)]
 		}
-		switch {
-		case chunk == nil || isZero(chunk):
-			if whole {
-				p.data = nil
-			} else if p.data != nil {
-				clear(p.data[in:end])
-			}
-		default:
-			if p.data == nil {
-				p.data = new([PageSize]byte)
-			}
-			copy(p.data[in:end], chunk)
-		}
-		p.dirty |= sectorMask(in, end)
+		p.dirty |= p.update(chunk, in, end)
 		pos += end - in
 	}
 	if grow && off+length > n.f.size {
 		n.f.size = off + length
 	}
 	return nil
+}
+
+// update puts chunk (nil: zeros) at [in, end) of the page and returns the
+// mask of the sectors it changed.
+func (p *page) update(chunk []byte, in, end int64) uint8 {
+	var changed uint8
+	for s := in / SectorSize; s*SectorSize < end; s++ {
+		from, to := max(in, s*SectorSize), min(end, (s+1)*SectorSize)
+		var src []byte
+		if chunk != nil {
+			src = chunk[from-in : to-in]
+		}
+		switch {
+		case p.data == nil && (src == nil || isZero(src)):
+			continue
+		case p.data == nil:
+			p.data = new([PageSize]byte)
+		}
+		dst := p.data[from:to]
+		if src == nil {
+			if !isZero(dst) {
+				clear(dst)
+				changed |= 1 << s
+			}
+		} else if !bytes.Equal(dst, src) {
+			copy(dst, src)
+			changed |= 1 << s
+		}
+	}
+	if p.data != nil && isZero(p.data[:]) {
+		p.data = nil
+	}
+	return changed
 }
 
 // truncate sets the live size; bytes cut off read as zeros if the file grows
