@@ -41,7 +41,7 @@ func TestDirectoryEntriesFollowDirectoryFsync(t *testing.T) {
 	m.writeFile("d/nothing", []byte("three"), false, false)
 	m.writeFile("old", []byte("four"), true, true)
 	must(t, os.Mkdir(m.path("newdir"), 0o755)) // root not fsynced after
-	must(t, os.Remove(m.path("old"))) // unlink, root not fsynced
+	must(t, os.Remove(m.path("old")))          // unlink, root not fsynced
 
 	rep := m.powerLoss(PowerLossOptions{})
 	if got := m.content("d/synced-dir"); string(got) != "one" {

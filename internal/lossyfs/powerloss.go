@@ -212,4 +212,3 @@ func (f *FS) MountAgain(opts Options) (*FS, error) {
 	}
 	return Mount(f.backing, f.mountpoint, opts)
 }
-
