@@ -17,9 +17,11 @@
 //     between directories is durable in the target when the target is
 //     fsynced; for a file the source name is then still durable (a durable
 //     hard link) until the source directory is fsynced; a directory, having
-//     one name, leaves its old place at that moment. An fsync of a directory
-//     that has no durable name yet also makes its name (and its ancestors'
-//     names) durable: more lenient than a disk.
+//     one name, leaves its old place at that moment. A new directory is
+//     reachable after a power loss only once its parent was fsynced after
+//     the mkdir (fsyncing the directory itself is not enough), unless
+//     Options.LenientDirs, which makes that fsync also make its name and its
+//     ancestors' names durable (as ext4's journal commit does in practice).
 //   - A file's durable content follows the file, not its names: data fsynced
 //     before its name is durable is there once a directory fsync makes the
 //     name durable.

@@ -17,10 +17,9 @@ import (
 // the backing entries of that directory equal to its live entries. All of
 // this runs under fs.mu.
 
-// syncDir makes d's live entries durable. A directory that has no durable
-// name yet gets one first (its ancestors' entries for it become durable
-// too: lossyfs is more lenient here than a disk, which would leave the
-// directory unreachable until its parent is fsynced).
+// syncDir makes d's live entries durable. A directory with no durable name
+// keeps its durable entries under MetaDir/dirs until a fsync of its parent
+// gives it one (Options.LenientDirs: that name becomes durable now).
 func (f *FS) syncDir(d *inode) error {
 	if !f.ensureDurable(d) {
 		return nil // removed: its entries are unreachable anyway
@@ -44,16 +43,29 @@ func (f *FS) syncDir(d *inode) error {
 	return nil
 }
 
-// ensureDurable gives a live directory a durable name; it reports false for
-// a removed directory.
+// ensureDurable gives a live directory a durable place for its entries: its
+// durable name, else an orphan directory (LenientDirs: its name, made
+// durable with its ancestors'). It reports false for a removed directory.
 func (f *FS) ensureDurable(d *inode) bool {
-	if d == f.root || d.dpath != "" && !strings.HasPrefix(d.dpath, orphanDirs) {
+	orphan := strings.HasPrefix(d.dpath, orphanDirs)
+	switch {
+	case d == f.root || d.dpath != "" && !orphan:
+		return true
+	case !d.isLive():
+		return false
+	case f.lenientDirs:
+		return f.ensureDurable(d.parent) && f.syncEntry(d.parent, d.name) == nil
+	case orphan:
 		return true
 	}
-	if d.parent == nil || !f.ensureDurable(d.parent) {
+	rel := orphanDirs + strconv.FormatUint(d.id, 10)
+	if err := os.Mkdir(f.bpath(rel), 0o755); err != nil {
+		f.log.Error("orphan directory", "path", rel, "error", err)
 		return false
 	}
-	return f.syncEntry(d.parent, d.name) == nil
+	d.dpath = rel
+	f.dirByPath[rel] = d
+	return true
 }
 
 const orphanDirs = MetaDir + "/dirs/"

@@ -43,6 +43,11 @@ type Options struct {
 	// coherent within one mount; a power loss ends the mount (and its
 	// caches). Zero means zero.
 	EntryTimeout, AttrTimeout time.Duration
+	// LenientDirs makes an fsync of a directory that has no durable name
+	// yet also make its name (and its ancestors' names) durable, as ext4's
+	// journal does in practice; by default (POSIX) the directory stays
+	// unreachable until its parent is fsynced.
+	LenientDirs bool
 	// AllowOther lets users other than the mounting one use the mount.
 	AllowOther bool
 	// Debug logs every FUSE request.
@@ -59,6 +64,7 @@ type FS struct {
 	conn                string      // /sys/fs/fuse/connections/N
 	down                atomic.Bool // PowerLoss or Unmount began
 	dead                atomic.Bool // requests fail with EIO
+	lenientDirs         bool
 
 	mu        sync.Mutex // namespace: children, parent, dpath, nlink, gone, byIno, dirByPath
 	root      *inode
@@ -114,7 +120,7 @@ func Mount(backing, mountpoint string, opts Options) (*FS, error) {
 		return nil, fmt.Errorf("lossyfs: %w", err)
 	}
 	f := &FS{backing: backing, mountpoint: mountpoint, log: log.Named("lossyfs"),
-		byIno: map[uint64]*inode{}, dirByPath: map[string]*inode{}}
+		lenientDirs: opts.LenientDirs, byIno: map[uint64]*inode{}, dirByPath: map[string]*inode{}}
 	if err := f.load(); err != nil {
 		return nil, err
 	}

@@ -42,12 +42,16 @@ func TestDirectoryEntriesFollowDirectoryFsync(t *testing.T) {
 	m.writeFile("old", []byte("four"), true, true)
 	must(t, os.Mkdir(m.path("newdir"), 0o755)) // root not fsynced after
 	must(t, os.Remove(m.path("old")))          // unlink, root not fsynced
+	// A new directory fsynced itself, with a file fsynced in it, is still
+	// unreachable: its parent was not fsynced.
+	must(t, os.Mkdir(m.path("d/sub"), 0o755))
+	m.writeFile("d/sub/f", []byte("five"), true, true)
 
 	rep := m.powerLoss(PowerLossOptions{})
 	if got := m.content("d/synced-dir"); string(got) != "one" {
 		t.Errorf("d/synced-dir = %q, want one", got)
 	}
-	for _, name := range []string{"d/synced-file", "d/nothing", "newdir"} {
+	for _, name := range []string{"d/synced-file", "d/nothing", "newdir", "d/sub"} {
 		if _, err := os.Stat(m.path(name)); !os.IsNotExist(err) {
 			t.Errorf("%s exists after power loss (err %v); its directory was never fsynced", name, err)
 		}
@@ -55,9 +59,9 @@ func TestDirectoryEntriesFollowDirectoryFsync(t *testing.T) {
 	if got := m.content("old"); string(got) != "four" {
 		t.Errorf("unlinked old = %q, want it back with four", got)
 	}
-	// synced-file, nothing, newdir, old
-	if rep.DroppedDirents != 4 {
-		t.Errorf("dropped dirents %d, want 4 (%+v)", rep.DroppedDirents, rep)
+	// synced-file, nothing, newdir, old, sub, sub/f
+	if rep.DroppedDirents != 6 {
+		t.Errorf("dropped dirents %d, want 6 (%+v)", rep.DroppedDirents, rep)
 	}
 
 	// A file's fsynced data is there once a later directory fsync makes
@@ -109,8 +113,9 @@ func TestRenameAtomicity(t *testing.T) {
 	// the target is fsynced.
 	must(t, os.MkdirAll(m.path("a/sub"), 0o755))
 	must(t, os.Mkdir(m.path("b"), 0o755))
-	m.writeFile("a/sub/f", []byte("f"), true, true) // makes a/sub, a durable
-	m.syncDir(".")                                  // b durable
+	m.writeFile("a/sub/f", []byte("f"), true, true) // f durable in a/sub
+	m.syncDir("a")                                  // sub durable in a
+	m.syncDir(".")                                  // a, b durable
 	must(t, os.Rename(m.path("a/sub"), m.path("b/sub2")))
 	m.powerLoss(PowerLossOptions{})
 	if string(m.content("a/sub/f")) != "f" || m.content("b/sub2/f") != nil {
@@ -141,5 +146,16 @@ func TestTruncateThenGrowReadsZeros(t *testing.T) {
 	m.powerLoss(PowerLossOptions{})
 	if got := m.content("f"); !bytes.Equal(got, want) {
 		t.Fatalf("after sync and power loss: content differs")
+	}
+}
+
+func TestLenientDirsMakesTheNameDurable(t *testing.T) {
+	m := mount(t)
+	m.fs.lenientDirs = true
+	must(t, os.MkdirAll(m.path("x/y"), 0o755))
+	m.writeFile("x/y/f", []byte("f"), true, true)
+	m.powerLoss(PowerLossOptions{})
+	if got := m.content("x/y/f"); string(got) != "f" {
+		t.Fatalf("x/y/f = %q with LenientDirs, want f", got)
 	}
 }
