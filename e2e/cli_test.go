@@ -16,7 +16,7 @@ import (
 )
 
 // producedBody is the body `raftmq produce -s size` gives a message: the
-// msgId, then a-z repeating by position (INTERFACES.md: a body of the
+// msgId, then a-z repeating by position (the CLI contract in README.md: a body of the
 // requested size that embeds the msgId).
 func producedBody(id string, size int) string {
 	b := make([]byte, max(size, len(id)))

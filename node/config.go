@@ -51,7 +51,7 @@ func (p PeerList) String() string {
 	return strings.Join(s, ",")
 }
 
-// RaftConfig is the Raft tuning (see reference/hashicorp-raft.md §1.2).
+// RaftConfig is the Raft tuning (the [raft] table of the node config; see README.md).
 type RaftConfig struct {
 	HeartbeatTimeout   time.Duration `toml:"heartbeat_timeout"`
 	ElectionTimeout    time.Duration `toml:"election_timeout"`

@@ -46,7 +46,7 @@ func (n *Node) handleHealthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok\n"))
 }
 
-// StatusJSON is the body of GET /status (INTERFACES.md); test harnesses
+// StatusJSON is the body of GET /status (documented in README.md); test harnesses
 // decode it with this type.
 type StatusJSON struct {
 	ID             string       `json:"id"`
