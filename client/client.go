@@ -220,13 +220,8 @@ func (c *Client) write(ctx context.Context, idempotent bool, call func(context.C
 	var last error
 	r := c.newRetry()
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			if ok, expired := r.pause(ctx, attempt); !ok {
-				if expired {
-					return r.giveUp(attempt, last)
-				}
-				return ctxErr(ctx, last)
-			}
+		if err := r.before(ctx, attempt, last); err != nil {
+			return err
 		}
 		addr := c.leader()
 		if addr == "" {
@@ -267,13 +262,8 @@ func (c *Client) read(ctx context.Context, call func(context.Context, pb.RaftMQC
 	var last error
 	r := c.newRetry()
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			if ok, expired := r.pause(ctx, attempt); !ok {
-				if expired {
-					return r.giveUp(attempt, last)
-				}
-				return ctxErr(ctx, last)
-			}
+		if err := r.before(ctx, attempt, last); err != nil {
+			return err
 		}
 		addr := c.readAddr(attempt)
 		rc, err := c.rpc(addr)
@@ -349,6 +339,22 @@ func (r *retry) pause(ctx context.Context, attempt int) (ok, expired bool) {
 	case <-t.C:
 		return true, false
 	}
+}
+
+// before waits before try number attempt (none before the first) and
+// returns why to stop instead: the retry budget ran out or ctx ended.
+func (r *retry) before(ctx context.Context, attempt int, last error) error {
+	if attempt == 0 {
+		return nil
+	}
+	ok, expired := r.pause(ctx, attempt)
+	switch {
+	case ok:
+		return nil
+	case expired:
+		return r.giveUp(attempt, last)
+	}
+	return ctxErr(ctx, last)
 }
 
 func (r *retry) giveUp(attempts int, last error) error {

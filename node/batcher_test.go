@@ -99,25 +99,6 @@ func defaultRaftTiming(cfg *Config) {
 	cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout, cfg.Raft.LeaderLeaseTimeout = d.HeartbeatTimeout, d.ElectionTimeout, d.LeaderLeaseTimeout
 }
 
-// startClusterWith is startCluster with every node's config adjusted by set.
-func startClusterWith(t *testing.T, size int, set func(*Config)) *cluster {
-	c := &cluster{t: t}
-	var peers PeerList
-	for i := range size {
-		cfg := testConfig(t, fmt.Sprintf("n%d", i+1))
-		cfg.Bootstrap = true
-		set(&cfg)
-		c.cfgs = append(c.cfgs, cfg)
-		peers = append(peers, Peer{cfg.ID, cfg.RaftAddr})
-	}
-	for i := range c.cfgs {
-		c.cfgs[i].Peers = peers
-		c.nodes = append(c.nodes, c.start(i))
-	}
-	t.Cleanup(c.closeAll)
-	return c
-}
-
 // TestGroupCommitFillsEntriesUnderLoad keeps many single-message sends
 // outstanding against the leader of a real cluster through its gRPC API
 // (the shape of `raftmq bench produce --inflight 500`): group commit must

@@ -66,11 +66,17 @@ type cluster struct {
 }
 
 func startCluster(t *testing.T, size int) *cluster {
+	return startClusterWith(t, size, func(*Config) {})
+}
+
+// startClusterWith is startCluster with every node's config adjusted by set.
+func startClusterWith(t *testing.T, size int, set func(*Config)) *cluster {
 	c := &cluster{t: t}
 	var peers PeerList
-	for i := 0; i < size; i++ {
+	for i := range size {
 		cfg := testConfig(t, fmt.Sprintf("n%d", i+1))
 		cfg.Bootstrap = true
+		set(&cfg)
 		c.cfgs = append(c.cfgs, cfg)
 		peers = append(peers, Peer{cfg.ID, cfg.RaftAddr})
 	}

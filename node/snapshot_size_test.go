@@ -28,22 +28,11 @@ func TestTrailingLogsFor(t *testing.T) {
 // taken once SnapshotBytes of log were applied, and the log kept behind it
 // is sized by TrailingBytes: what a restart after kill -9 reads is bounded.
 func TestSnapshotByLogSize(t *testing.T) {
-	c := &cluster{t: t}
-	var peers PeerList
-	for i := range 3 {
-		cfg := testConfig(t, fmt.Sprintf("n%d", i+1))
-		cfg.Bootstrap = true
+	c := startClusterWith(t, 3, func(cfg *Config) {
 		cfg.Raft.SnapshotThreshold, cfg.Raft.SnapshotInterval = 1<<40, time.Hour
 		cfg.Raft.TrailingLogs = 10240
 		cfg.Raft.SnapshotBytes, cfg.Raft.TrailingBytes = 512<<10, 1<<10
-		c.cfgs = append(c.cfgs, cfg)
-		peers = append(peers, Peer{cfg.ID, cfg.RaftAddr})
-	}
-	for i := range c.cfgs {
-		c.cfgs[i].Peers = peers
-		c.nodes = append(c.nodes, c.start(i))
-	}
-	t.Cleanup(c.closeAll)
+	})
 	const entries = 120 // ~24 KiB each: about 2.8 MiB of log, 5 snapshots' worth
 	// A send that fails (a leader change on a loaded machine) is sent again.
 	deadline := time.Now().Add(60 * time.Second)

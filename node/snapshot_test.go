@@ -24,21 +24,7 @@ func compactingConfig(c *Config) {
 }
 
 func startCompactingCluster(t *testing.T, size int) *cluster {
-	c := &cluster{t: t}
-	var peers PeerList
-	for i := range size {
-		cfg := testConfig(t, fmt.Sprintf("n%d", i+1))
-		cfg.Bootstrap = true
-		compactingConfig(&cfg)
-		c.cfgs = append(c.cfgs, cfg)
-		peers = append(peers, Peer{cfg.ID, cfg.RaftAddr})
-	}
-	for i := range c.cfgs {
-		c.cfgs[i].Peers = peers
-		c.nodes = append(c.nodes, c.start(i))
-	}
-	t.Cleanup(c.closeAll)
-	return c
+	return startClusterWith(t, size, compactingConfig)
 }
 
 // compactPast writes until no running node's log holds index keep+1 any
