@@ -1,8 +1,14 @@
 // Command bench measures raftmq against its ceiling in one run on this
 // machine and writes docs/performance.md and docs/performance.json.
 //
-//	go run ./bench            # full run (≈ 10 min), writes docs/
-//	go run ./bench -quick     # smoke run (small counts), writes to -out
+//	go run ./bench                      # full run (≈ 10 min), writes docs/
+//	go run ./bench -quick               # smoke run (small counts), writes to -out
+//	go run ./bench -baseline 84a99e6    # also: the headline produce rows against
+//	                                    # raftmq built at that revision, A/B
+//
+// The rows run on the node's default Raft log store (raft-wal); -boltdb
+// (on by default in a full run) repeats the storage-bound rows on
+// raft-boltdb as information.
 //
 // It builds raftmq-node, raftmq and bench/ceiling, starts a three-node
 // raftmq cluster and a three-node bare hashicorp/raft cluster (no-op FSM,

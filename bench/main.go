@@ -25,7 +25,8 @@ type options struct {
 	Out         string         // directory for performance.md/.json
 	Duration    time.Duration  // one measurement
 	Reps        int            // A/B repetitions of every row
-	WAL         bool           // also measure the raft-wal log store
+	Bolt        bool           // also measure raft-boltdb, the other Raft log store
+	Baseline    string         // git revision to measure the two headline produce rows against (empty: none)
 	Restart     int64          // commitlog bytes before the restart row
 	Consume     int64          // messages the consume row reads at most
 	Profile     bool           // capture leader CPU profiles (extra, unmeasured runs)
@@ -38,20 +39,21 @@ type options struct {
 }
 
 func defaultOptions(quick bool) options {
-	o := options{Quick: quick, Duration: 4 * time.Second, Reps: 3, WAL: true, Restart: 1 << 30,
+	o := options{Quick: quick, Duration: 4 * time.Second, Reps: 3, Bolt: true, Restart: 1 << 30,
 		Consume: 600_000, Profile: true, Steps: "all", Log: os.Stderr}
 	if quick {
-		o.Duration, o.Reps, o.WAL, o.Restart, o.Consume, o.Profile = 700*time.Millisecond, 1, false, 16<<20, 20_000, false
+		o.Duration, o.Reps, o.Bolt, o.Restart, o.Consume, o.Profile = 700*time.Millisecond, 1, false, 16<<20, 20_000, false
 	}
 	return o
 }
 
 func main() {
-	quick := flag.Bool("quick", false, "smoke run: short measurements, one repetition, no raft-wal rows, 16 MiB restart")
+	quick := flag.Bool("quick", false, "smoke run: short measurements, one repetition, no raft-boltdb rows, 16 MiB restart")
 	out := flag.String("out", "", "output directory (default: <module>/docs; -quick: a temp dir)")
 	dur := flag.Duration("duration", 0, "one measurement (default 4s, -quick 700ms)")
 	reps := flag.Int("reps", 0, "A/B repetitions per row (default 3, -quick 1)")
-	wal := flag.Bool("wal", true, "also measure raft-wal as the Raft log store (full run only)")
+	bolt := flag.Bool("boltdb", true, "also measure raft-boltdb as the Raft log store (full run only; the rows' default is raft-wal, the node's)")
+	baseline := flag.String("baseline", "", "git revision (e.g. 84a99e6) to build from a worktree and measure the async single-message and client-batched rows against, A/B in this run")
 	keep := flag.Bool("keep", false, "keep the data directories and node logs")
 	rows := flag.String("rows", "", "only the A/B rows whose name matches this regexp (e.g. 'synchronous|pipelined'); the other steps then run only if -steps names them")
 	steps := flag.String("steps", "", "extra steps after the A/B rows, comma-separated: halfmax,profile,consume,restart, all or none (default all; none with -rows)")
@@ -72,7 +74,8 @@ func main() {
 	if *reps > 0 {
 		o.Reps = *reps
 	}
-	o.WAL = o.WAL && *wal
+	o.Bolt = o.Bolt && *bolt
+	o.Baseline = *baseline
 	o.GroupCommit = *gc
 	if *rows != "" {
 		re, err := regexp.Compile(*rows)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/raftmq/raftmq/internal/nodeproc"
 	"github.com/raftmq/raftmq/node"
 )
 
@@ -131,7 +132,7 @@ func sizeName(n int) string {
 
 // all runs every row.
 func (r *runner) all(ctx context.Context, rep *report) error {
-	if err := r.startClusters(ctx, node.LogStoreBolt); err != nil {
+	if err := r.startClusters(ctx, node.LogStoreWAL); err != nil {
 		return err
 	}
 	r.warmUp(ctx)
@@ -151,7 +152,7 @@ func (r *runner) all(ctx context.Context, rep *report) error {
 		fn   func(context.Context, *report) error
 	}{
 		{"halfmax", func(ctx context.Context, rep *report) error { return r.halfMax(ctx, rep, maxRate) }},
-		{"profile", r.profiles}, {"consume", r.consume}, {"restart", r.restart},
+		{"profile", r.profiles}, {"consume", r.consume}, {"restart", r.restart}, {"baseline", r.baseline},
 	} {
 		if !r.o.step(step.name) {
 			continue
@@ -160,10 +161,10 @@ func (r *runner) all(ctx context.Context, rep *report) error {
 			return err
 		}
 	}
-	if !r.o.WAL {
+	if !r.o.Bolt {
 		return nil
 	}
-	return r.walRows(ctx, rep)
+	return r.boltRows(ctx, rep)
 }
 
 // runAB measures every row reps times, alternating which cluster goes
@@ -307,7 +308,7 @@ func (r *runner) consume(ctx context.Context, rep *report) error {
 		Metric: "MB/s", Target: fmt.Sprintf("≥ %.0f MB/s", targetConsumeMBps)}
 	run := func(extra ...string) (Summary, error) {
 		args := append([]string{"--json", "bench", "consume", "-t", topic1K, "-n", strconv.FormatInt(n, 10)}, extra...)
-		return r.cliSummary(ctx, args...)
+		return cliSummary(ctx, r.mq, args...)
 	}
 	for range r.o.Reps {
 		s, err := run()
@@ -400,7 +401,103 @@ func (r *runner) restart(ctx context.Context, rep *report) error {
 		row.Note = strings.TrimSpace(row.Note + " (quick run: small store, not the 1 GiB of the target)")
 	}
 	rep.Rows = append(rep.Rows, row)
+	return r.restartAfterKill(ctx, rep, li)
+}
+
+// targetKillRestartSecs: kill -9 to serving, whatever was written.
+const targetKillRestartSecs = 3.0
+
+// restartAfterKill kills the other follower with SIGKILL while 16 KiB
+// batches stream in, starts it again and times it to /healthz (abnormal
+// recovery of its files, then Raft) and to caught up (its store applied
+// what the leader had committed once the load ended).
+func (r *runner) restartAfterKill(ctx context.Context, rep *report, li int) error {
+	leader, f := r.mq.Nodes[li], r.mq.Nodes[(li+2)%len(r.mq.Nodes)]
+	n, growth := "4000", int64(16<<20) // 64 MiB of 16 KiB messages; kill once 16 MiB landed
+	if r.o.Quick {
+		n, growth = "1000", 2<<20
+	}
+	loaded := make(chan error, 1)
+	go func() {
+		_, err := r.cli(ctx, "--json", "bench", "produce", "-t", topic16K, "-n", n, "-s", "16384", "-c", "8", "--batch", "16", "--inflight", "2")
+		loaded <- err
+	}()
+	if err := r.waitGrowth(ctx, f, growth); err != nil {
+		return err
+	}
+	if err := f.Kill(); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := f.Restart(); err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := f.WaitHealthy(sctx); err != nil {
+		return err
+	}
+	serving := time.Since(t0).Seconds()
+	if err := <-loaded; err != nil {
+		return err
+	}
+	st, err := leader.Status(sctx)
+	if err != nil {
+		return err
+	}
+	if err := waitApplied(sctx, f, st.AppliedIndex); err != nil {
+		return err
+	}
+	caught := time.Since(t0).Seconds()
+	size := st.MaxOffset
+	r.logf("kill -9 of follower %s under load with %d MiB: serving after %.2fs, caught up after %.2fs", f.Spec().ID, size>>20, serving, caught)
+	rep.Rows = append(rep.Rows,
+		Row{Name: fmt.Sprintf("restart of a follower after kill -9 under load, %d MiB of commitlog: serving (abnormal recovery)", size>>20),
+			LogStore: r.variant, Metric: "s", Raftmq: serving, Target: fmt.Sprintf("≤ %.0f s", targetKillRestartSecs),
+			Result: passIf(serving <= targetKillRestartSecs)},
+		Row{Name: fmt.Sprintf("restart of a follower after kill -9 under load, %d MiB of commitlog: caught up with the leader", size>>20),
+			LogStore: r.variant, Metric: "s", Raftmq: caught, Target: "-", Result: "info"})
 	return nil
+}
+
+// waitGrowth waits (bounded) until node p's commitlog grew by n bytes.
+func (r *runner) waitGrowth(ctx context.Context, p *nodeproc.Proc, n int64) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	first := int64(-1)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if st, err := p.Status(ctx); err == nil {
+			if first < 0 {
+				first = st.MaxOffset
+			}
+			if st.MaxOffset-first >= n {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s: commitlog did not grow by %d bytes: %w", p.Spec().ID, n, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// waitApplied waits until node p's store applied Raft index idx.
+func waitApplied(ctx context.Context, p *nodeproc.Proc, idx uint64) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if st, err := p.Status(ctx); err == nil && st.AppliedIndex >= idx {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s did not apply index %d: %w", p.Spec().ID, idx, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // fill produces 16 KiB batches until the leader's commitlog holds o.Restart
@@ -426,12 +523,13 @@ func (r *runner) fill(ctx context.Context, li int) error {
 	return fmt.Errorf("commitlog did not reach %d bytes", r.o.Restart)
 }
 
-// walRows repeats the storage-bound rows with raft-wal as the log store.
-func (r *runner) walRows(ctx context.Context, rep *report) error {
+// boltRows repeats the storage-bound rows with raft-boltdb, the other log
+// store (data dirs written before raft-wal became the default use it).
+func (r *runner) boltRows(ctx context.Context, rep *report) error {
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	r.stopClusters(sctx)
 	cancel()
-	if err := r.startClusters(ctx, node.LogStoreWAL); err != nil {
+	if err := r.startClusters(ctx, node.LogStoreBolt); err != nil {
 		return err
 	}
 	var defs []abRow

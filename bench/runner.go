@@ -165,22 +165,27 @@ type load struct {
 
 // produce runs `raftmq bench produce` with l for d.
 func (r *runner) produce(ctx context.Context, l load, d time.Duration) (Summary, error) {
+	return r.produceOn(ctx, r.mq, l, d)
+}
+
+// produceOn is produce against cluster c (the current raftmq or a baseline).
+func (r *runner) produceOn(ctx context.Context, c *nodeproc.Cluster, l load, d time.Duration) (Summary, error) {
 	args := []string{"--json", "bench", "produce", "-t", topicFor(l.Size), "-n", "0", "--duration", d.String(),
 		"-s", strconv.Itoa(l.Size), "-c", strconv.Itoa(l.Conc), "--batch", strconv.Itoa(l.Batch),
 		"--inflight", strconv.Itoa(l.InFlight)}
 	if l.Rate > 0 {
 		args = append(args, "--rate", strconv.FormatFloat(l.Rate, 'f', 0, 64))
 	}
-	done := diskMeter(r.mq)
-	s, err := r.cliSummary(ctx, args...)
+	done := diskMeter(c)
+	s, err := cliSummary(ctx, c, args...)
 	done(&s, l.Size)
 	return s, err
 }
 
-// cliSummary runs the CLI and parses its JSON summary; a run with errors
-// still yields its summary (Errors > 0).
-func (r *runner) cliSummary(ctx context.Context, args ...string) (Summary, error) {
-	out, err := r.mq.CLI(ctx, args...)
+// cliSummary runs the CLI against c and parses its JSON summary; a run with
+// errors still yields its summary (Errors > 0).
+func cliSummary(ctx context.Context, c *nodeproc.Cluster, args ...string) (Summary, error) {
+	out, err := c.CLI(ctx, args...)
 	var s Summary
 	found := false
 	var other [][]byte

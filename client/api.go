@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -273,17 +274,39 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 // ClusterStatus is a node's view of the cluster.
 type ClusterStatus = transport.ClusterStatus
 
-// Status asks the leader (or, with no leader, any node) for its status.
+// Status asks the leader for its status or, when no reachable node knows a
+// leader, answers at once with the first reachable node's view (no leader)
+// instead of waiting for one.
+// A known leader that does not answer is forgotten and the leader looked
+// up again, within Options.RetryTimeout.
 func (c *Client) Status(ctx context.Context) (ClusterStatus, error) {
-	var resp *pb.StatusResponse
-	err := c.read(ctx, func(ctx context.Context, r pb.RaftMQClient) (err error) {
-		resp, err = r.Status(ctx, &pb.StatusRequest{})
-		return err
-	})
-	if err != nil {
-		return ClusterStatus{}, err
+	var last error
+	r := c.newRetry()
+	for attempt := 0; ; attempt++ {
+		if err := r.before(ctx, attempt, last); err != nil {
+			return ClusterStatus{}, err
+		}
+		addr := c.leader()
+		if addr == "" {
+			var err error
+			var nl *noLeaderError
+			if addr, err = c.resolve(ctx); errors.As(err, &nl) && nl.first != nil {
+				return fromStatus(nl.first), nil
+			} else if err != nil {
+				last = err
+				continue
+			}
+		}
+		st, err := c.probe(ctx, addr)
+		if err == nil {
+			return fromStatus(st), nil
+		}
+		last = err
+		if ctx.Err() != nil || !transient(err) {
+			return ClusterStatus{}, classify(err, false)
+		}
+		c.forgetLeader(addr)
 	}
-	return fromStatus(resp), nil
 }
 
 // StatusOf asks one node (by API address) for its status.

@@ -41,7 +41,7 @@ func (o *Options) defaults() {
 	if len(o.DialOptions) == 0 {
 		o.DialOptions = []grpc.DialOption{
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(transport.MaxResponseBytes), grpc.MaxCallSendMsgSize(transport.MaxRequestBytes),
 				grpc.ForceCodecV2(newPullCodec())),
 			// Pull answers are ~1 MiB (up to 4 MiB by default): read them
 			// in fewer syscalls, and open windows that hold a whole answer
@@ -116,7 +116,8 @@ func (c *Client) rpc(addr string) (pb.RaftMQClient, error) {
 	cc, ok := c.conns[addr]
 	if !ok {
 		var err error
-		if cc, err = grpc.NewClient(addr, c.opts.DialOptions...); err != nil {
+		opts := append([]grpc.DialOption{grpc.WithChainUnaryInterceptor(markNotSent)}, c.opts.DialOptions...)
+		if cc, err = grpc.NewClient(addr, opts...); err != nil {
 			return nil, fmt.Errorf("client: %s: %w", addr, err)
 		}
 		c.conns[addr] = cc
@@ -157,10 +158,11 @@ func (c *Client) learn(addr string) {
 }
 
 // noLeaderError says every endpoint was probed; reached tells whether any
-// answered.
+// answered, and first is the status of the first that did.
 type noLeaderError struct {
 	reached bool
 	last    error
+	first   *pb.StatusResponse
 }
 
 func (e *noLeaderError) Error() string {
@@ -189,7 +191,9 @@ func (c *Client) resolve(ctx context.Context) (string, error) {
 			}
 			continue
 		}
-		nl.reached = true
+		if !nl.reached {
+			nl.reached, nl.first = true, st
+		}
 		c.mu.Lock()
 		for _, m := range st.GetMembers() {
 			c.learn(m.GetApiAddr())
@@ -242,6 +246,11 @@ func (c *Client) write(ctx context.Context, idempotent bool, call func(context.C
 		last = err
 		safe := retrySafe(err)
 		if !safe && !(idempotent && ctx.Err() == nil && transient(err)) {
+			if transient(err) {
+				// The leader may be gone: the next call finds the
+				// leader again instead of failing on a dead one.
+				c.forgetLeader(addr)
+			}
 			return classify(err, true)
 		}
 		reason, hint := transport.RetryReason(err)
@@ -265,7 +274,11 @@ func (c *Client) read(ctx context.Context, call func(context.Context, pb.RaftMQC
 		if err := r.before(ctx, attempt, last); err != nil {
 			return err
 		}
-		addr := c.readAddr(attempt)
+		addr, err := c.readAddr(ctx, attempt)
+		if err != nil {
+			last = err
+			continue
+		}
 		rc, err := c.rpc(addr)
 		if err != nil {
 			return err
@@ -278,20 +291,31 @@ func (c *Client) read(ctx context.Context, call func(context.Context, pb.RaftMQC
 		if ctx.Err() != nil || !transient(err) {
 			return classify(err, false)
 		}
-		if addr == c.leader() {
-			c.setLeader("")
-		}
+		c.forgetLeader(addr)
 	}
 }
 
-func (c *Client) readAddr(attempt int) string {
-	if !c.opts.ReadFromAny {
-		if l := c.leader(); l != "" {
-			return l
-		}
+// forgetLeader drops the known leader if it is still addr.
+func (c *Client) forgetLeader(addr string) {
+	if addr == c.leader() {
+		c.setLeader("")
 	}
-	eps := c.endpoints()
-	return eps[attempt%len(eps)]
+}
+
+// readAddr returns where try attempt of a read goes: the leader, resolved
+// when none is known, or with ReadFromAny the endpoints in turn. A leader
+// read never falls back to a follower: a follower may not yet have applied
+// what the leader acknowledged, and a read from it after an acknowledged
+// write would miss that write.
+func (c *Client) readAddr(ctx context.Context, attempt int) (string, error) {
+	if c.opts.ReadFromAny {
+		eps := c.endpoints()
+		return eps[attempt%len(eps)], nil
+	}
+	if l := c.leader(); l != "" {
+		return l, nil
+	}
+	return c.resolve(ctx)
 }
 
 // maxPause caps the pause between tries. While a new leader is elected the

@@ -165,6 +165,22 @@ func TestOverloadedIsRetriedOnSameLeader(t *testing.T) {
 	}
 }
 
+// A leader whose disk is full refuses with RESOURCE_EXHAUSTED and no retry
+// reason: the send failed for sure (not unknown), and the client does not
+// retry it (space comes back only when retention or a delete frees it).
+func TestDiskFullFailsAtOnce(t *testing.T) {
+	leader, follower, lAddr, _ := cluster(t)
+	c := newClient(t, lAddr)
+	leader.set(func(f *fakeNode) { f.sendErr = fmt.Errorf("node: disk 95%% used: %w", transport.ErrDiskFull) })
+	_, err := c.Send(testCtx(t), NewMessage("T", []byte("x")))
+	if err == nil || IsOutcomeUnknown(err) || status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "disk 95% used") {
+		t.Fatalf("err %v (code %v), want a definite RESOURCE_EXHAUSTED naming the disk", err, status.Code(err))
+	}
+	if leader.Sends() != 1 || follower.Sends() != 0 {
+		t.Fatalf("sends leader=%d follower=%d: want exactly one try", leader.Sends(), follower.Sends())
+	}
+}
+
 func TestClassify(t *testing.T) {
 	cases := []struct {
 		err   error

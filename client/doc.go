@@ -19,8 +19,18 @@
 // Messages. NewMessage builds a message; the client gives every message a
 // unique RocketMQ-style id (UNIQ_KEY, 32 hex characters) unless it has one,
 // and WithKeys/WithTag set the KEYS and TAGS properties the store indexes
-// and filters on. Send stores a batch in one Raft entry. A Producer batches
-// SendAsync calls (MaxBatch, Linger) with up to MaxInFlight Sends at once.
+// and filters on. Send stores a batch; the leader splits a batch larger than
+// its group_commit.max_bytes into several Raft entries, so a Send is not
+// atomic (results are per message, in order). A Producer batches SendAsync
+// calls (MaxBatch messages, MaxBatchBytes bytes, Linger) with up to
+// MaxInFlight Sends at once.
+//
+// Consumer groups. CommitOffset and QueryOffset store and read a group's
+// offset in one queue; ListGroups and DescribeGroup show groups and, per
+// queue, the committed offset, the queue's max offset and the lag;
+// ResetGroup moves a group in every queue of a topic (earliest, latest, an
+// offset, or the first message stored at or after a time, found with
+// OffsetAtOrAfter) in one commit through Raft.
 //
 // Errors wrap ErrOutcomeUnknown, ErrUnavailable, ErrInvalid, ErrNotFound or
 // ErrAlreadyExists together with the gRPC status error.

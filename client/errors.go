@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/raftmq/raftmq/transport"
@@ -66,9 +68,43 @@ func classify(err error, write bool) error {
 }
 
 // retrySafe reports whether a write may be sent again: the error proves the
-// request was not proposed (not leader / no leader, or refused while
-// dialing).
-func retrySafe(err error) bool { return transport.NotSent(err) }
+// request was not proposed (not leader / no leader, or never sent: see
+// markNotSent).
+func retrySafe(err error) bool {
+	var ns *notSentError
+	return errors.As(err, &ns) || transport.NotSent(err)
+}
+
+// notSentError is an RPC error from a call that never got a connection to
+// put its request on: gRPC failed it while picking one (no connection ready,
+// the last attempt to make one failed). The request cannot have reached a
+// server.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
+
+// GRPCStatus keeps the status of the wrapped error visible to status.Code.
+func (e *notSentError) GRPCStatus() *status.Status {
+	st, _ := status.FromError(e.err)
+	return st
+}
+
+// markNotSent is the client's unary interceptor: gRPC reports the peer of a
+// call only when the call got a stream on a connection, so an Unavailable
+// error without a peer is a call that was never sent. Such errors are safe
+// to retry whatever their wording (grpc-go words a failed connection setup
+// in many ways: a refused dial, a listener that accepted and died before the
+// HTTP/2 preface as a killed node's does, a reset while writing the preface).
+func markNotSent(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+	invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	var p peer.Peer
+	err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Peer(&p))...)
+	if err != nil && p.Addr == nil && status.Code(err) == codes.Unavailable {
+		return &notSentError{err: err}
+	}
+	return err
+}
 
 // IsOutcomeUnknown reports whether err means a write may or may not have
 // been applied.

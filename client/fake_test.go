@@ -73,7 +73,7 @@ func (f *fakeNode) DeleteTopic(context.Context, string) error                 { 
 func (f *fakeNode) Join(context.Context, string, string, string) error        { return f.write() }
 func (f *fakeNode) Remove(context.Context, string) error                      { return f.write() }
 func (f *fakeNode) Transfer(context.Context, string) error                    { return f.write() }
-func (f *fakeNode) Store() *store.Store                                       { return nil }
+func (f *fakeNode) Reader() store.Reader                                      { return nil }
 func (f *fakeNode) Status() transport.ClusterStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()

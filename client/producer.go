@@ -6,17 +6,31 @@ import (
 	"time"
 )
 
+// DefaultMaxBatchBytes is ProducerOptions.MaxBatchBytes when unset: well
+// below the 64 MiB gRPC message limit of client and server.
+const DefaultMaxBatchBytes = 8 << 20
+
 // ProducerOptions configure a Producer. Zero values take the defaults.
 type ProducerOptions struct {
-	MaxBatch    int           // messages per Send, default 128
-	Linger      time.Duration // how long a partial batch waits for more, default 2 ms
-	MaxInFlight int           // concurrent Sends, default 4
-	SendTimeout time.Duration // per batch, default the client's RetryTimeout + 10 s
+	MaxBatch int // messages per Send, default 128
+	// MaxBatchBytes bounds the bytes of one Send (bodies, topic, id and
+	// properties, see wireSize): a batch is cut before a message
+	// that would take it over; a larger message is sent alone. Default
+	// DefaultMaxBatchBytes. Messages given to SendAsync and not yet
+	// answered are bounded to MaxBatchBytes × (MaxInFlight + 1): SendAsync
+	// blocks beyond that.
+	MaxBatchBytes int
+	Linger        time.Duration // how long a partial batch waits for more, default 2 ms
+	MaxInFlight   int           // concurrent Sends, default 4
+	SendTimeout   time.Duration // per batch, default the client's RetryTimeout + 10 s
 }
 
 func (o *ProducerOptions) defaults(retry time.Duration) {
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 128
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = DefaultMaxBatchBytes
 	}
 	if o.Linger <= 0 {
 		o.Linger = 2 * time.Millisecond
@@ -32,12 +46,13 @@ func (o *ProducerOptions) defaults(retry time.Duration) {
 }
 
 type pending struct {
-	msg Message
-	cb  func(SendResult, error)
+	msg  Message
+	size int // wireSize(msg)
+	cb   func(SendResult, error)
 }
 
 // Producer batches messages given to SendAsync into Sends of up to MaxBatch
-// messages, with up to MaxInFlight Sends outstanding. Every callback is
+// messages and MaxBatchBytes bytes, with up to MaxInFlight Sends outstanding. Every callback is
 // called exactly once, from a producer goroutine. With MaxInFlight > 1,
 // batches may complete out of order.
 type Producer struct {
@@ -51,6 +66,8 @@ type Producer struct {
 	mu      sync.Mutex
 	closed  bool
 	pending int
+	bytes   int           // wireSize of the pending messages
+	room    chan struct{} // closed when bytes drop; nil if nobody waits
 	idle    chan struct{} // closed when pending drops to 0
 
 	enq   sync.WaitGroup // SendAsync calls between the closed check and the queue
@@ -71,12 +88,15 @@ func NewProducer(c *Client, opts ProducerOptions) *Producer {
 }
 
 // SendAsync queues msg; cb gets its result. It blocks while the queue is
-// full. After Close, cb gets ErrClosed at once.
+// full (by messages, or by bytes: see MaxBatchBytes). After Close, cb gets
+// ErrClosed at once.
 func (p *Producer) SendAsync(msg Message, cb func(SendResult, error)) {
 	if cb == nil {
 		cb = func(SendResult, error) {}
 	}
+	size := wireSize(&msg)
 	p.mu.Lock()
+	p.waitRoom(size)
 	if p.closed {
 		p.mu.Unlock()
 		cb(SendResult{MsgID: msg.ID}, ErrClosed)
@@ -89,10 +109,27 @@ func (p *Producer) SendAsync(msg Message, cb func(SendResult, error)) {
 		p.idle = make(chan struct{})
 	}
 	p.pending++
+	p.bytes += size
 	p.enq.Add(1)
 	p.mu.Unlock()
-	p.in <- pending{msg: msg, cb: cb}
+	p.in <- pending{msg: msg, size: size, cb: cb}
 	p.enq.Done()
+}
+
+// waitRoom waits (mu held, released while waiting) until size more bytes
+// fit the bound on pending bytes, or the producer is closed. A message
+// always fits when nothing is pending.
+func (p *Producer) waitRoom(size int) {
+	limit := p.opts.MaxBatchBytes * (p.opts.MaxInFlight + 1)
+	for !p.closed && p.bytes > 0 && p.bytes+size > limit {
+		if p.room == nil {
+			p.room = make(chan struct{})
+		}
+		room := p.room
+		p.mu.Unlock()
+		<-room
+		p.mu.Lock()
+	}
 }
 
 // Flush sends what is queued now and waits until every message given so
@@ -129,36 +166,61 @@ func (p *Producer) Close() error {
 	return nil
 }
 
+// batcher is the batch the run loop is filling.
+type batcher struct {
+	p     *Producer
+	msgs  []pending
+	bytes int
+}
+
+// add appends m, first sending the batch if m would take it over
+// MaxBatchBytes, and then if it is full; it reports whether a batch was
+// sent.
+func (b *batcher) add(m pending) bool {
+	sent := false
+	if len(b.msgs) > 0 && b.bytes+m.size > b.p.opts.MaxBatchBytes {
+		sent = b.flush()
+	}
+	b.msgs = append(b.msgs, m)
+	b.bytes += m.size
+	if len(b.msgs) >= b.p.opts.MaxBatch || b.bytes >= b.p.opts.MaxBatchBytes {
+		sent = b.flush() || sent
+	}
+	return sent
+}
+
+// flush sends the batch if it is not empty and reports whether it did.
+func (b *batcher) flush() bool {
+	if len(b.msgs) == 0 {
+		return false
+	}
+	b.p.dispatch(b.msgs)
+	b.msgs, b.bytes = nil, 0
+	return true
+}
+
 func (p *Producer) run() {
 	defer p.loop.Done()
-	var batch []pending
+	batch := &batcher{p: p}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	flush := func() {
-		if len(batch) > 0 {
-			p.dispatch(batch)
-			batch = nil
-		}
-	}
 	for {
 		select {
 		case m := <-p.in:
-			if len(batch) == 0 {
+			batch.add(m)
+			if len(batch.msgs) == 1 {
 				timer.Reset(p.opts.Linger)
-			}
-			batch = append(batch, m)
-			if len(batch) >= p.opts.MaxBatch {
+			} else if len(batch.msgs) == 0 {
 				timer.Stop()
-				flush()
 			}
 		case <-timer.C:
-			flush()
+			batch.flush()
 		case <-p.kick:
-			p.drain(&batch)
-			flush()
+			p.drain(batch)
+			batch.flush()
 		case <-p.stop:
-			p.drain(&batch)
-			flush()
+			p.drain(batch)
+			batch.flush()
 			return
 		}
 	}
@@ -166,15 +228,11 @@ func (p *Producer) run() {
 
 // drain moves what is already queued into batches. On Close every
 // SendAsync has finished queueing (enq) before stop is closed.
-func (p *Producer) drain(batch *[]pending) {
+func (p *Producer) drain(batch *batcher) {
 	for {
 		select {
 		case m := <-p.in:
-			*batch = append(*batch, m)
-			if len(*batch) >= p.opts.MaxBatch {
-				p.dispatch(*batch)
-				*batch = nil
-			}
+			batch.add(m)
 		default:
 			return
 		}
@@ -206,14 +264,36 @@ func (p *Producer) send(batch []pending) {
 			b.cb(res[i], res[i].Err)
 		}
 	}
-	p.done(len(batch))
+	bytes := 0
+	for _, b := range batch {
+		bytes += b.size
+	}
+	p.done(len(batch), bytes)
 }
 
-func (p *Producer) done(n int) {
+func (p *Producer) done(n, bytes int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pending -= n
+	p.bytes -= bytes
+	if p.room != nil {
+		close(p.room)
+		p.room = nil
+	}
 	if p.pending == 0 {
 		close(p.idle)
 	}
+}
+
+// wireSize bounds from above what m adds to a SendRequest: body, topic,
+// id, tag, keys and properties, and a margin for the protobuf framing.
+func wireSize(m *Message) int {
+	n := len(m.Body) + len(m.Topic) + len(m.Tag) + 32 + 64 // an id is 32 characters
+	for _, k := range m.Keys {
+		n += len(k) + 1
+	}
+	for k, v := range m.Properties {
+		n += len(k) + len(v) + 8
+	}
+	return n
 }

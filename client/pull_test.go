@@ -22,17 +22,7 @@ import (
 // PullRequest.records sends), and PullBatch.Next walks the same records.
 func TestPullRecordsAndOlderAnswerAgree(t *testing.T) {
 	rng := rand.New(rand.NewSource(testseed.Seed(t)))
-	s := transporttest.StartT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := New(ctx, []string{s.Addr}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.CreateTopic(ctx, "P", 1); err != nil {
-		t.Fatal(err)
-	}
+	s, ctx, c := withTopic(t, "P", 1)
 	var msgs []Message
 	for i := range 300 {
 		m := NewMessage("P", make([]byte, rng.Intn(2000))).WithQueue(0)
@@ -111,17 +101,7 @@ func TestPullRecordsAndOlderAnswerAgree(t *testing.T) {
 
 // A damaged record in the answer is an error, not a silently wrong message.
 func TestPullBatchDamagedRecord(t *testing.T) {
-	s := transporttest.StartT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := New(ctx, []string{s.Addr}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.CreateTopic(ctx, "D", 1); err != nil {
-		t.Fatal(err)
-	}
+	_, ctx, c := withTopic(t, "D", 1)
 	if _, err := c.Send(ctx, NewMessage("D", []byte("payload")).WithQueue(0)); err != nil {
 		t.Fatal(err)
 	}
@@ -145,4 +125,22 @@ func nilEmptyBodies(ms []ReceivedMessage) []ReceivedMessage {
 		}
 	}
 	return out
+}
+
+// withTopic starts a real server with topic (queues queues) and a client on
+// it; the context ends with the test (30 s at most).
+func withTopic(t *testing.T, topic string, queues int32) (*transporttest.Server, context.Context, *Client) {
+	t.Helper()
+	s := transporttest.StartT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	c, err := New(ctx, []string{s.Addr}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.CreateTopic(ctx, topic, queues); err != nil {
+		t.Fatal(err)
+	}
+	return s, ctx, c
 }

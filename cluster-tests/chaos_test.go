@@ -29,7 +29,6 @@ const (
 	faultRestart    = "restart"
 	faultTransfer   = "transfer"
 	faultMembership = "membership"
-	faultPowerLoss  = "powerloss"
 	faultIsolate    = "isolate"
 	faultIsolateLdr = "isolate-leader"
 	faultBridge     = "bridge"
@@ -37,29 +36,21 @@ const (
 	faultDropConns  = "drop-conns"
 )
 
-var processFaults = append([]string{faultKill, faultPause, faultRestart, faultTransfer, faultMembership, faultPowerLoss}, overlapProcessFaults...)
+var processFaults = append([]string{faultKill, faultPause, faultRestart, faultTransfer, faultMembership}, overlapProcessFaults...)
 var networkFaults = append([]string{faultIsolate, faultIsolateLdr, faultBridge, faultLatency, faultDropConns}, overlapNetworkFaults...)
 
 func TestChaos(t *testing.T) {
 	seed := testseed.Seed(t)
-	useNet := true
-	if err := netAvailable(); err != nil {
-		// Under CI the network faults must run: a missing tool fails.
-		if testenv.InCI() {
-			t.Fatalf("CI=true but network faults cannot run: %v", err)
-		}
-		useNet = false
-		t.Logf("SKIPPED network faults (they need root, ip, iptables and ss; fail under CI=true): %v", err)
-	}
+	env := chaosEnvironment(t)
 	total := newTally()
 	if *chaosDuration == 0 {
-		total.add(runSchedule(t, seed, useNet, 0))
+		total.add(runSchedule(t, seed, env, 0))
 	} else {
 		deadline := time.Now().Add(*chaosDuration)
 		for i := int64(0); time.Now().Before(deadline); i++ {
 			s := seed + i
 			t.Run(fmt.Sprintf("schedule-%d-seed-%d", i, s), func(t *testing.T) {
-				total.add(runSchedule(t, s, useNet, 12))
+				total.add(runSchedule(t, s, env, 12))
 			})
 			t.Logf("after %d schedules (%v left): %s", i+1, time.Until(deadline).Round(time.Second), total)
 		}
@@ -71,12 +62,42 @@ func TestChaos(t *testing.T) {
 	}
 }
 
+// chaosEnv is what the machine lets the chaos test do.
+type chaosEnv struct {
+	net   bool // network namespaces: network faults
+	lossy bool // lossyfs mounts: power-loss faults
+}
+
+// chaosEnvironment finds out which fault families can run. Without root,
+// netns or FUSE they are skipped loudly; under CI=true that is a failure.
+func chaosEnvironment(t *testing.T) chaosEnv {
+	env := chaosEnv{net: true, lossy: true}
+	if err := netAvailable(); err != nil {
+		if testenv.InCI() {
+			t.Fatalf("CI=true but network faults cannot run: %v", err)
+		}
+		env.net = false
+		t.Logf("SKIPPED network faults (they need root, ip, iptables and ss; fail under CI=true): %v", err)
+	}
+	if err := lossyAvailable(); err != nil {
+		if testenv.InCI() {
+			t.Fatalf("CI=true but power-loss faults cannot run: %v", err)
+		}
+		env.lossy = false
+		t.Logf("SKIPPED power-loss faults (they need root and /dev/fuse for lossyfs; fail under CI=true): %v", err)
+	}
+	return env
+}
+
 // scheduleKinds is every enabled fault kind once in a seeded order, then
 // extra random ones.
-func scheduleKinds(rng *rand.Rand, useNet bool, extra int) []string {
+func scheduleKinds(rng *rand.Rand, env chaosEnv, extra int) []string {
 	kinds := append([]string(nil), processFaults...)
-	if useNet {
+	if env.net {
 		kinds = append(kinds, networkFaults...)
+	}
+	if env.lossy {
+		kinds = append(kinds, powerLossFaults...)
 	}
 	if *chaosKinds != "" {
 		kinds = strings.Split(*chaosKinds, ",")
@@ -91,15 +112,15 @@ func scheduleKinds(rng *rand.Rand, useNet bool, extra int) []string {
 
 // runSchedule runs one cluster through one seeded fault schedule and checks
 // it; problems are reported through t with the seed.
-func runSchedule(t *testing.T, seed int64, useNet bool, extra int) *tally {
+func runSchedule(t *testing.T, seed int64, env chaosEnv, extra int) *tally {
 	tl := newTally()
 	tl.Schedules = 1
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
-	kinds := scheduleKinds(rng, useNet, extra)
+	kinds := scheduleKinds(rng, env, extra)
 	t.Logf("seed %d schedule: %s", seed, strings.Join(kinds, " "))
 	dir := nodeproc.TempDir(t, "chaos")
 	ctx := context.Background()
-	tc, err := startTestCluster(ctx, t, dir, clusterOptions{net: useNet})
+	tc, err := startTestCluster(ctx, t, dir, clusterOptions{net: env.net, lossy: env.lossy})
 	if err != nil {
 		t.Fatalf("seed %d: start cluster: %v", seed, err)
 	}
@@ -156,6 +177,7 @@ func runSchedule(t *testing.T, seed int64, useNet bool, extra int) *tally {
 	cancel()
 	_ = verifyStopped(tc, tl)
 	checkOwnGroupOffsets(tc, w, tl)
+	checkPowerLossEffect(tl)
 	t.Logf("seed %d: %s", seed, tl)
 	if tl.Acked == 0 {
 		tl.problem(&tl.Unrecovered, "seed %d: no send was acknowledged: the schedule tested nothing", seed)
@@ -237,17 +259,8 @@ func inject(ctx context.Context, tc *testCluster, admin *client.Client, kind str
 			return err
 		}
 		return tc.waitVoters(ctx, 90*time.Second)
-	case faultPowerLoss:
-		if err := tc.node(victim).Kill(); err != nil {
-			return err
-		}
-		dropped, confirm, cut, err := dropUnflushed(tc.node(victim).Spec().Dir, rng)
-		if err != nil {
-			return fmt.Errorf("power loss of %s: %w", tc.id(victim), err)
-		}
-		tc.t.Logf("power loss of %s: checkpoint confirmOffset %d, cut at %d, zeroed %d commitlog bytes", tc.id(victim), confirm, cut, dropped)
-		tl.Evidence[faultPowerLoss+"/bytes-dropped"] += dropped
-		return tc.restart(victim)
+	case faultPowerLoss, faultPowerLossMajority, faultPowerLossAll:
+		return tc.powerLoss(ctx, kind, rng, tl)
 	}
 	if tc.lab == nil {
 		return fmt.Errorf("fault %s needs network namespaces", kind)

@@ -7,10 +7,21 @@
 //
 //   - process faults: kill -9, SIGSTOP/SIGCONT pause, graceful restart,
 //     leadership transfer, membership change (remove a follower, wipe its
-//     dir, re-join it with --join), power loss of one node (kill -9, then
-//     zero every commitlog and consume-queue byte beyond what its checkpoint
-//     says was flushed — at least everything a real power loss could drop;
-//     raft's bolt log, fsynced per append, is never touched);
+//     dir, re-join it with --join);
+//   - overlapping faults: a second kill while a node recovers, a kill of the
+//     receiver or the sender during a snapshot install, a kill of the leader
+//     during a membership change, a partition plus a kill;
+//   - power loss, when the test runs as root with /dev/fuse: every node's
+//     data dir is the root of its own lossyfs mount (cmd/lossyfs, package
+//     internal/lossyfs), which keeps every write not yet fsynced and every
+//     directory change whose directory was not yet fsynced in a volatile
+//     layer. powerloss (one node), powerloss-majority (two at once) and
+//     powerloss-all (the whole cluster) SIGKILL the nodes, abort their
+//     FUSE connections so the kernel's dirty pages die, drop the volatile
+//     layer (or, seeded, persist part of it torn at 512-byte sectors) and
+//     restart them on what a disk would hold; the tally counts the bytes
+//     and directory entries dropped, and a schedule whose power losses
+//     dropped nothing is a problem;
 //   - network faults, when the test runs as root and `ip netns` works: every
 //     node runs in its own network namespace (rmqct-<pid>-nN) with a veth to
 //     a bridge in a hub namespace; the test process reaches them through one
@@ -20,8 +31,8 @@
 //     node's Raft connections through a delaying TCP proxy in the test
 //     process (iptables DNAT; this kernel has no netem); dropped connections
 //     are `ss -K` of established Raft connections plus random packet loss
-//     (iptables statistic). Without root the network faults are skipped with
-//     a printed reason.
+//     (iptables statistic). Without root the network and power-loss faults
+//     are skipped with a printed reason; with CI=true that is a failure.
 //
 // A workload runs throughout: producers with unique payloads record every
 // acknowledged (msgId, topic, queueId, queueOffset) and every unknown
@@ -40,7 +51,10 @@
 //
 //	go test ./cluster-tests/ -run Chaos
 //
-// and the long mode with -chaos.duration=30m. TestFailover kills the leader
-// 20 times and reports the time from kill to the first acknowledged write.
+// and the long mode with -chaos.duration=60m -chaos.maxbatch=12 (bigger
+// producer sends, so a long run acknowledges millions of messages);
+// -chaos.kinds=a,b focuses on some kinds. TestFailover kills the leader
+// 20 times and reports the time from kill to the first acknowledged write
+// (RAFTMQ_FAILOVER_HEARTBEAT=shipped: with the node's default timeouts).
 // A failing run prints its seed and keeps data dirs and logs.
 package clustertest

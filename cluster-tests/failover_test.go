@@ -12,20 +12,24 @@ import (
 
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/nodeproc"
+	"github.com/raftmq/raftmq/node"
 )
 
 // TestFailover kills the leader with SIGKILL again and again and measures
 // the time from the kill to the first write acknowledged through the Go
 // client (which must find the new leader by itself). RAFTMQ_FAILOVER_KILLS
-// overrides the number of kills (default 20).
+// overrides the number of kills (default 20); RAFTMQ_FAILOVER_HEARTBEAT the
+// Raft heartbeat and election timeout (default 500ms, the harness's; "shipped"
+// runs the node's defaults, lease half of it as they are).
 func TestFailover(t *testing.T) {
 	kills := 20
 	if v, err := strconv.Atoi(os.Getenv("RAFTMQ_FAILOVER_KILLS")); err == nil && v > 0 {
 		kills = v
 	}
+	heartbeat := failoverHeartbeat(t)
 	ctx := context.Background()
 	dir := nodeproc.TempDir(t, "failover")
-	tc, err := startTestCluster(ctx, t, dir, clusterOptions{})
+	tc, err := startTestCluster(ctx, t, dir, clusterOptions{heartbeat: heartbeat})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,9 +114,30 @@ func TestFailover(t *testing.T) {
 		list = append(list, s.Round(time.Millisecond).String())
 	}
 	median := (sorted[(len(sorted)-1)/2] + sorted[len(sorted)/2]) / 2
-	msg := fmt.Sprintf("failover over %d leader kills (heartbeat/election timeout 500ms): median %v, max %v; acked=%d unknown=%d failed=%d; samples %s",
-		len(samples), median.Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond),
+	msg := fmt.Sprintf("failover over %d leader kills (heartbeat/election timeout %v): median %v, max %v; acked=%d unknown=%d failed=%d; samples %s",
+		len(samples), heartbeat, median.Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond),
 		tl.Acked, tl.Unknown, tl.Failed, strings.Join(list, " "))
 	t.Log(msg)
 	fmt.Println(msg)
+}
+
+// failoverHeartbeat is the Raft heartbeat and election timeout TestFailover
+// runs with (see its doc).
+func failoverHeartbeat(t *testing.T) time.Duration {
+	switch v := os.Getenv("RAFTMQ_FAILOVER_HEARTBEAT"); v {
+	case "":
+		return 500 * time.Millisecond
+	case "shipped":
+		d := node.DefaultConfig().Raft
+		if d.HeartbeatTimeout != d.ElectionTimeout || d.LeaderLeaseTimeout != d.HeartbeatTimeout/2 {
+			t.Fatalf("the shipped Raft timeouts %+v no longer fit the harness (heartbeat = election, lease = half)", d)
+		}
+		return d.HeartbeatTimeout
+	default:
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("RAFTMQ_FAILOVER_HEARTBEAT=%q: want a duration or \"shipped\"", v)
+		}
+		return d
+	}
 }

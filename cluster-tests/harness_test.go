@@ -2,14 +2,13 @@ package clustertest
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,10 +21,8 @@ import (
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/nodeproc"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
-	"github.com/raftmq/raftmq/recovery"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
-	"github.com/raftmq/raftmq/vfs"
 )
 
 // nodeConfig is the TOML every node runs with: small segments so rolls,
@@ -57,6 +54,9 @@ CleanForciblyRatio = 100
 DiskWarningRatio = 100
 `
 
+// raftLogStore overrides the nodes' Raft log store (node default if empty).
+var raftLogStore = flag.String("raft.logstore", "", `Raft log store of every node: "boltdb" or "wal" (empty: the node's default)`)
+
 // harnessStoreConfig is nodeConfig's [store] for a store opened offline.
 func harnessStoreConfig(dir string) store.Config {
 	c := store.DefaultConfig(dir)
@@ -69,6 +69,7 @@ func harnessStoreConfig(dir string) store.Config {
 // clusterOptions choose how a test cluster runs.
 type clusterOptions struct {
 	net       bool          // nodes in network namespaces (root only)
+	lossy     bool          // every data dir on its own lossyfs mount (root, /dev/fuse)
 	heartbeat time.Duration // raft heartbeat and election timeout
 }
 
@@ -79,6 +80,8 @@ type testCluster struct {
 	dir string
 	c   *nodeproc.Cluster
 	lab *netLab // nil: loopback, no network faults
+	// mounts[i] is node i's lossyfs (its data dir); nil without opts.lossy.
+	mounts []*lossyMount
 
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn
@@ -97,14 +100,25 @@ func startTestCluster(ctx context.Context, t testing.TB, dir string, opts cluste
 	}
 	cfgPath := filepath.Join(dir, "raftmq.toml")
 	cfg := fmt.Sprintf(nodeConfig, opts.heartbeat, opts.heartbeat/2)
+	if *raftLogStore != "" {
+		cfg = strings.Replace(cfg, "[raft]\n", fmt.Sprintf("[raft]\nlog_store = %q\n", *raftLogStore), 1)
+	}
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
 	tc := &testCluster{t: t, dir: dir, conns: map[string]*grpc.ClientConn{}, paused: map[int]bool{}}
+	if opts.lossy {
+		mounts, err := startLossyMounts(ctx, bin, dir, 3)
+		if err != nil {
+			return nil, fmt.Errorf("lossyfs: %w", err)
+		}
+		tc.mounts = mounts
+	}
 	args := []string{"--config", cfgPath}
 	if !opts.net {
 		c, err := nodeproc.StartCluster(ctx, bin, nodeproc.ClusterOptions{N: 3, Dir: dir, Args: args})
 		if err != nil {
+			tc.close()
 			return nil, err
 		}
 		tc.c = c
@@ -112,6 +126,7 @@ func startTestCluster(ctx context.Context, t testing.TB, dir string, opts cluste
 	}
 	lab, err := newNetLab(3)
 	if err != nil {
+		tc.close()
 		return nil, fmt.Errorf("network namespaces: %w", err)
 	}
 	tc.lab = lab
@@ -163,6 +178,10 @@ func (tc *testCluster) close() {
 		tc.lab.Close()
 		tc.lab = nil
 	}
+	for _, m := range tc.mounts {
+		m.stop()
+	}
+	tc.mounts = nil
 }
 
 func (tc *testCluster) node(i int) *nodeproc.Proc { return tc.c.Nodes[i] }
@@ -316,7 +335,7 @@ func (tc *testCluster) rejoinWiped(ctx context.Context, cl *client.Client, i int
 		return err
 	}
 	spec := tc.node(i).Spec()
-	if err := os.RemoveAll(spec.Dir); err != nil {
+	if err := emptyDir(spec.Dir); err != nil {
 		return err
 	}
 	other := (i + 1) % len(tc.c.Nodes)
@@ -350,173 +369,4 @@ func (tc *testCluster) remove(ctx context.Context, cl *client.Client, id string)
 		}
 	}
 	return err
-}
-
-// dropUnflushed simulates the power loss of node i's machine after a kill
-// -9: every commitlog byte from a cut at or beyond the checkpoint's
-// confirmOffset, and every consume-queue unit beyond the checkpoint's queue
-// table, is zeroed (a never-written page reads as zeros). That drops at
-// least what the page cache could have held. Raft's bolt log (fsynced per
-// append) is left alone. It returns the number of commitlog bytes dropped.
-func dropUnflushed(dataDir string, rng *rand.Rand) (dropped, confirm, cut int64, err error) {
-	storeDir := filepath.Join(dataDir, "store")
-	ckpt, err := recovery.ReadCheckpoint(vfs.OS(), storeDir)
-	switch {
-	case errors.Is(err, recovery.ErrNoCheckpoint):
-		ckpt = recovery.Checkpoint{}
-	case err != nil:
-		return 0, 0, 0, err
-	}
-	confirm, cut = ckpt.ConfirmOffset, ckpt.ConfirmOffset
-	if rng.IntN(2) == 0 { // sometimes part of the tail was written back
-		cut += rng.Int64N(16 << 10)
-	}
-	if dropped, err = zeroFrom(filepath.Join(storeDir, "commitlog"), cut); err != nil {
-		return 0, 0, 0, err
-	}
-	queues, err := queueTable(ckpt.Meta)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	topics, err := os.ReadDir(filepath.Join(storeDir, "consumequeue"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, 0, 0, err
-	}
-	for _, topic := range topics {
-		qdirs, err := os.ReadDir(filepath.Join(storeDir, "consumequeue", topic.Name()))
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		for _, q := range qdirs {
-			next := queues[topic.Name()+"/"+q.Name()]
-			if _, err := zeroFrom(filepath.Join(storeDir, "consumequeue", topic.Name(), q.Name()), next*20); err != nil {
-				return 0, 0, 0, err
-			}
-		}
-	}
-	return dropped, confirm, cut, nil
-}
-
-// zeroFrom zeroes every non-zero byte at or beyond absolute offset off in a
-// directory of files named by their 20-digit start offset, and returns how
-// many bytes it changed.
-func zeroFrom(dir string, off int64) (int64, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	var names []string
-	for _, e := range entries {
-		if len(e.Name()) == 20 {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
-	var changed int64
-	for _, name := range names {
-		start, err := strconv.ParseInt(name, 10, 64)
-		if err != nil {
-			continue
-		}
-		n, err := zeroFileFrom(filepath.Join(dir, name), max(off-start, 0))
-		if err != nil {
-			return changed, err
-		}
-		changed += n
-	}
-	return changed, nil
-}
-
-func zeroFileFrom(path string, from int64) (int64, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || from >= fi.Size() {
-		return 0, err
-	}
-	buf := make([]byte, fi.Size()-from)
-	if _, err := f.ReadAt(buf, from); err != nil {
-		return 0, err
-	}
-	changed := int64(0)
-	for _, b := range buf {
-		if b != 0 {
-			changed++
-		}
-	}
-	if changed == 0 {
-		return 0, nil
-	}
-	clear(buf)
-	if _, err := f.WriteAt(buf, from); err != nil {
-		return 0, err
-	}
-	return changed, f.Sync()
-}
-
-// queueTable decodes the queue table of checkpoint meta (FORMAT.md §4):
-// "topic/queueId" → next queue offset.
-func queueTable(meta []byte) (map[string]int64, error) {
-	out := map[string]int64{}
-	if len(meta) == 0 {
-		return out, nil
-	}
-	d := metaReader{b: meta}
-	if v := d.take(1); v == nil || v[0] != 1 {
-		return nil, fmt.Errorf("checkpoint meta: bad version")
-	}
-	for n := d.u32(); n > 0 && d.err == nil; n-- {
-		d.str()
-		d.u32()
-		d.u32()
-	}
-	for n := d.u32(); n > 0 && d.err == nil; n-- {
-		topic := d.str()
-		q := d.u32()
-		out[topic+"/"+strconv.FormatUint(uint64(q), 10)] = int64(d.u64())
-	}
-	return out, d.err
-}
-
-type metaReader struct {
-	b   []byte
-	err error
-}
-
-func (d *metaReader) take(n int) []byte {
-	if d.err != nil || n > len(d.b) {
-		d.err = errors.New("checkpoint meta: short")
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *metaReader) u32() uint32 {
-	if v := d.take(4); v != nil {
-		return binary.BigEndian.Uint32(v)
-	}
-	return 0
-}
-
-func (d *metaReader) u64() uint64 {
-	if v := d.take(8); v != nil {
-		return binary.BigEndian.Uint64(v)
-	}
-	return 0
-}
-
-func (d *metaReader) str() string {
-	v := d.take(2)
-	if v == nil {
-		return ""
-	}
-	return string(d.take(int(binary.BigEndian.Uint16(v))))
 }

@@ -117,7 +117,7 @@ func (tc *testCluster) killDuringRecovery(ctx context.Context, rng *rand.Rand, t
 	hctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	healthy := tc.node(a).Healthy(hctx)
 	cancel()
-	if err := tc.node(a).Kill(); err != nil {
+	if err := tc.crash(ctx, a, faultKillRecovering, rng, tl); err != nil {
 		return err
 	}
 	if !healthy {
@@ -179,7 +179,7 @@ func (tc *testCluster) killDuringInstall(ctx context.Context, rng *rand.Rand, se
 	restarted := time.Now()
 	hit := mark.waitLogged(ctx, line, 30*time.Second)
 	tc.t.Logf("%s: %q on %s after %v: %v", time.Now().Format("15:04:05.000"), line, tc.id(victim), time.Since(restarted).Round(time.Millisecond), hit)
-	if err := tc.node(victim).Kill(); err != nil {
+	if err := tc.crash(ctx, victim, kind, rng, tl); err != nil {
 		return err
 	}
 	if hit {
@@ -188,6 +188,25 @@ func (tc *testCluster) killDuringInstall(ctx context.Context, rng *rand.Rand, se
 	tc.t.Logf("%s: killed %s (follower %s, leader %s); %q logged before the kill: %v", kind, tc.id(victim), tc.id(f), tc.id(l), line, hit)
 	sleepFor(ctx, hold(rng)/2)
 	return tc.restart(victim)
+}
+
+// crash kills node i; on lossyfs, every other time (seeded) its power goes
+// too, so the node's unsynced writes die with it mid-recovery or
+// mid-install.
+func (tc *testCluster) crash(ctx context.Context, i int, kind string, rng *rand.Rand, tl *tally) error {
+	if err := tc.node(i).Kill(); err != nil {
+		return err
+	}
+	if tc.mounts == nil || rng.IntN(2) == 0 {
+		return nil
+	}
+	r, err := tc.cutPower(ctx, i, kind, rng)
+	if err != nil {
+		return err
+	}
+	tl.Evidence[kind+"/powerloss"]++
+	tl.Evidence[kind+"/powerloss-bytes-dropped"] += r.DroppedBytes
+	return nil
 }
 
 func installFault(sender bool) string {

@@ -3,6 +3,7 @@ package clustertest
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -18,6 +19,8 @@ const (
 	group      = "cg"
 	sendPeriod = 15 * time.Millisecond // per producer: a rate, not a wait for a condition
 )
+
+var chaosMaxBatch = flag.Int("chaos.maxbatch", 4, "most messages per producer send (each send carries 1..maxbatch); raise it for long runs that must acknowledge millions")
 
 // sent is one message a producer tried to store.
 type sent struct {
@@ -158,7 +161,7 @@ func (w *workload) produce(cl *client.Client, p int) {
 	rng := rand.New(rand.NewPCG(uint64(w.seed), uint64(p)))
 	seq := 0
 	for w.wait(sendPeriod) {
-		n := 1 + rng.IntN(4)
+		n := 1 + rng.IntN(*chaosMaxBatch)
 		msgs := make([]client.Message, n)
 		recs := make([]*sent, n)
 		for i := range msgs {

@@ -16,8 +16,10 @@ type Config struct {
 	Dir string
 	// FileSize of every segment; DefaultFileSize when 0.
 	FileSize int64
-	// Allocator, if set, prepares the next segments in the background.
-	Allocator *mmap.Allocator
+	// Allocator, if set, prepares the next segments in the background:
+	// Preallocate of them ahead of the one in use (0 means 1).
+	Allocator   *mmap.Allocator
+	Preallocate int
 	// PreTouch faults in segments the queue creates itself.
 	PreTouch bool
 	Logger   hclog.Logger
@@ -66,7 +68,7 @@ func Open(fs vfs.FS, cfg Config) (*Log, error) {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	q, err := mmap.OpenQueue(fs, mmap.QueueConfig{
-		Dir: cfg.Dir, FileSize: cfg.FileSize, Allocator: cfg.Allocator,
+		Dir: cfg.Dir, FileSize: cfg.FileSize, Allocator: cfg.Allocator, Ahead: cfg.Preallocate,
 		PreTouch: cfg.PreTouch, Logger: cfg.Logger,
 	})
 	if err != nil {

@@ -30,14 +30,20 @@ func ValidateMessage(m *Message, maxBody int) error {
 	return checkLengths(m)
 }
 
-// ValidateTopic applies RocketMQ's TopicValidator character and length rule.
+// ValidateTopic applies RocketMQ's TopicValidator rule, the one topic rule
+// of raftmq (the store, the API and the consume-queue directories use it):
+// 1..MaxTopicLen bytes of letters, digits and _ - % |. Such a name is also a
+// safe directory name.
 func ValidateTopic(topic string) error {
-	if len(topic) == 0 || len(topic) > MaxTopicLen {
-		return fmt.Errorf("%w: length %d, want 1..%d", ErrBadTopic, len(topic), MaxTopicLen)
+	switch {
+	case topic == "":
+		return fmt.Errorf("%w: topic is empty", ErrBadTopic)
+	case len(topic) > MaxTopicLen:
+		return fmt.Errorf("%w: topic %.20q... is %d bytes; the limit is %d", ErrBadTopic, topic, len(topic), MaxTopicLen)
 	}
 	for i := 0; i < len(topic); i++ {
 		if !topicChar(topic[i]) {
-			return fmt.Errorf("%w: character %q at %d", ErrBadTopic, topic[i], i)
+			return fmt.Errorf("%w: topic %q: illegal character %q at %d; use letters, digits, _ - %% |", ErrBadTopic, topic, topic[i], i)
 		}
 	}
 	return nil

@@ -265,6 +265,20 @@ func (q *Queue) Flush() error {
 	return nil
 }
 
+// Unflush makes the next Flush sync every unit the queue holds, not only
+// those written since the last Flush. The store calls it before it rebuilds
+// a queue below its checkpoint: units already there may come from an
+// earlier process that wrote them and was killed before it synced them,
+// and Open counts what it finds as flushed.
+func (q *Queue) Unflush() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	q.mq.Unflush(q.mq.MinOffset())
+}
+
 // close closes the files; the queue is unusable afterwards.
 func (q *Queue) close() error {
 	q.mu.Lock()

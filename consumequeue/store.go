@@ -6,14 +6,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 
+	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/vfs"
 )
-
-// MaxTopicLen bounds a topic name (it is a directory name).
-const MaxTopicLen = 255
 
 type queueKey struct {
 	topic string
@@ -95,19 +92,11 @@ func (s *Store) isDir(path string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// ValidateTopic accepts any non-empty name that is safe as one directory
-// name: at most MaxTopicLen bytes, no path separator or NUL, not "." or "..".
-// (The store enforces its own, stricter, topic naming rules.)
+// ValidateTopic applies commitlog.ValidateTopic, which also makes the name
+// safe as one directory name, reporting a bad name as ErrTopic.
 func ValidateTopic(topic string) error {
-	switch {
-	case topic == "":
-		return fmt.Errorf("%w: empty", ErrTopic)
-	case len(topic) > MaxTopicLen:
-		return fmt.Errorf("%w: longer than %d bytes", ErrTopic, MaxTopicLen)
-	case topic == "." || topic == "..":
-		return fmt.Errorf("%w: %q", ErrTopic, topic)
-	case strings.ContainsAny(topic, "/\\\x00"):
-		return fmt.Errorf("%w: %q contains a path separator or NUL", ErrTopic, topic)
+	if err := commitlog.ValidateTopic(topic); err != nil {
+		return fmt.Errorf("%w: %w", ErrTopic, err)
 	}
 	return nil
 }

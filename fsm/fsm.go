@@ -213,14 +213,7 @@ func (f *FSM) replayMember(data []byte) {
 // IsDeterministic reports whether err is a store error that every replica
 // produces for the same entry (so rejecting the entry keeps them identical).
 func IsDeterministic(err error) bool {
-	for _, e := range []error{store.ErrBadTopic, store.ErrNoSuchTopic, store.ErrBadQueue,
-		store.ErrMessageTooLarge, store.ErrPropsTooLarge, store.ErrBadOffset,
-		store.ErrNotFound, store.ErrTopicExists, store.ErrBadCommand, ErrMalformed, ErrUnknownCommand} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
+	return store.Deterministic(err) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrUnknownCommand)
 }
 
 func (f *FSM) failed(st *store.Store, h store.EntryHeader, err error) interface{} {

@@ -11,9 +11,9 @@ import (
 
 // Allocator prepares files ahead of need in one background goroutine.
 //
-// Get(name, size, next) hands out name and queues next, so while the caller
-// fills name the goroutine creates, preallocates, maps and (with PreTouch)
-// pre-faults next. Requests are served in order.
+// Get(name, size, next...) hands out name and queues next, so while the
+// caller fills name the goroutine creates, preallocates, maps and (with
+// PreTouch) pre-faults the next files. Requests are served in order.
 type Allocator struct {
 	fs   vfs.FS
 	opts AllocatorOptions
@@ -66,8 +66,9 @@ func NewAllocator(fs vfs.FS, opts AllocatorOptions) *Allocator {
 
 // Get returns the file name of the given size, prepared in the background if
 // it was requested before (waiting for it if still in progress), created
-// synchronously otherwise; it then queues next (if not "") for preparation.
-func (a *Allocator) Get(name string, size int64, next string) (File, error) {
+// synchronously otherwise; it then queues each of next (but "") for
+// preparation, in order.
+func (a *Allocator) Get(name string, size int64, next ...string) (File, error) {
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -81,8 +82,10 @@ func (a *Allocator) Get(name string, size int64, next string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if next != "" {
-		a.request(next, size)
+	for _, n := range next {
+		if n != "" {
+			a.request(n, size)
+		}
 	}
 	return f, nil
 }

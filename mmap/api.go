@@ -28,8 +28,8 @@ var (
 
 // Options tune how a File is opened.
 type Options struct {
-	// PreTouch writes one byte per page after mapping so that first writes
-	// do not page-fault (the allocator sets it for fresh segments).
+	// PreTouch reads one byte per page after mapping so that first writes
+	// take only a write-protect fault, not a page allocation (the allocator sets it for fresh segments).
 	PreTouch bool
 	// Abort, when closed, stops a pre-touch early: the file is still whole
 	// and valid, only colder (the allocator closes it on shutdown so that
@@ -97,9 +97,13 @@ func (s Segment) End() int64 { return s.Start + s.File.Size() }
 type QueueConfig struct {
 	Dir      string
 	FileSize int64
-	// Allocator, if set, prepares the next and next-next file in the
-	// background; Roll then takes a ready file instead of creating one.
+	// Allocator, if set, prepares the files after the one Roll takes in
+	// the background (Ahead of them); Roll then takes a ready file instead
+	// of creating one.
 	Allocator *Allocator
+	// Ahead is how many files the Allocator prepares ahead of the one in
+	// use (RocketMQ prepares one: the "next-next" file); 0 means 1.
+	Ahead int
 	// PreTouch applies to files the queue creates itself.
 	PreTouch bool
 	// Random is Options.Random for every file of the queue.

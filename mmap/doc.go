@@ -32,10 +32,12 @@
 // place and fsyncs the directory. A crash can leave only a ".tmp" leftover,
 // which OpenQueue deletes. So bytes that were never written read as zeros.
 //
-// With PreTouch, a freshly created file gets one zero byte written every
-// TouchPage (4 KiB) bytes right after mapping, so the page faults and block
-// conversion happen off the hot path (files that already existed are never
-// touched: their content must not change).
+// With PreTouch, one byte of a freshly created file is read every TouchPage
+// (4 KiB) bytes right after mapping, so the page faults happen off the hot
+// path and the first write into a page is a cheap write-protect fault.
+// Reading keeps the pages clean: written zeros made the kernel write a
+// whole segment of zeros back to disk before the data went over it. Files
+// that already existed are never touched.
 //
 // TruncateDirty(off) deletes files starting after off (newest first, so a
 // crash leaves no hole) and durably zeroes the file holding off from off up

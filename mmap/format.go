@@ -6,9 +6,9 @@ const (
 	// start offset in decimal, zero-padded ("00000000001073741824").
 	NameDigits = 20
 
-	// TouchPage is the stride of PreTouch: one zero byte is written every
+	// TouchPage is the stride of PreTouch: one byte is read every
 	// TouchPage bytes of a freshly created file so each page is faulted in
-	// (and its block allocated) before the hot path writes there.
+	// before the hot path writes there.
 	TouchPage = 4096
 
 	// tmpSuffix marks a file still being created: Open creates

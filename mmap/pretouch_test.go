@@ -2,27 +2,82 @@
 
 package mmap
 
-import "testing"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/raftmq/raftmq/vfs"
+)
 
 // preTouch stops at the next chunk once abort is closed, so an allocator's
-// Close never waits for a whole segment to be faulted in.
+// Close never waits for a whole segment to be faulted in. It only reads.
 func TestPreTouchStopsOnAbort(t *testing.T) {
 	data := make([]byte, 3*touchChunk)
 	for i := range data {
 		data[i] = 1
 	}
 	abort := make(chan struct{})
-	preTouch(data[:touchChunk], abort)
-	for i := 0; i < touchChunk; i += TouchPage {
-		if data[i] != 0 {
-			t.Fatalf("byte %d not touched with abort open", i)
-		}
+	n, sum := preTouch(data[:touchChunk], abort)
+	if n != touchChunk || sum != touchChunk/TouchPage {
+		t.Fatalf("with abort open: touched %d bytes, read sum %d; want %d, %d", n, sum, touchChunk, touchChunk/TouchPage)
 	}
 	close(abort)
-	preTouch(data[touchChunk:], abort)
-	for i := touchChunk; i < len(data); i += TouchPage {
+	if n, _ := preTouch(data[touchChunk:], abort); n != 0 {
+		t.Fatalf("touched %d bytes after abort", n)
+	}
+	for i := range data {
 		if data[i] != 1 {
-			t.Fatalf("byte %d touched after abort", i)
+			t.Fatalf("byte %d changed: a pre-touch must only read", i)
 		}
 	}
+}
+
+// A pre-touched file is resident in the page cache and mapped (mincore),
+// yet none of its pages is dirty: the process's write_bytes (bytes it
+// dirtied, /proc/self/io) barely moves. Writing a zero per page dirtied the
+// whole file, and the kernel wrote those zeros to disk before the data.
+func TestPreTouchFaultsInWithoutDirtying(t *testing.T) {
+	const size = 64 << 20
+	before := procWriteBytes(t)
+	f, err := Open(vfs.OS(), filepath.Join(t.TempDir(), FileName(0)), size, Options{PreTouch: true})
+	must(t, err)
+	defer f.Close()
+	dirtied := procWriteBytes(t) - before
+	vec := make([]byte, size/os.Getpagesize())
+	b := f.Bytes()
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	resident := 0
+	for _, v := range vec {
+		resident += int(v & 1)
+	}
+	if resident < len(vec)*9/10 {
+		t.Fatalf("%d of %d pages resident after a pre-touch", resident, len(vec))
+	}
+	if dirtied > size/8 {
+		t.Fatalf("the pre-touch dirtied %d bytes of a %d-byte file", dirtied, size)
+	}
+}
+
+func procWriteBytes(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skipf("no /proc/self/io: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		var n int64
+		if _, err := fmt.Sscanf(l, "write_bytes: %d", &n); err == nil {
+			return n
+		}
+	}
+	t.Skip("no write_bytes in /proc/self/io")
+	return 0
 }

@@ -165,6 +165,15 @@ func (q *Queue) SetWriteOffset(off int64) { q.write.Store(off) }
 // FlushedOffset is the end of durable data.
 func (q *Queue) FlushedOffset() int64 { return q.flushed.Load() }
 
+// Unflush lowers FlushedOffset to at most off, so the next Flush syncs from
+// there: for bytes the queue's owner wrote again (or found written by an
+// earlier process that may never have synced them) below the watermark.
+func (q *Queue) Unflush(off int64) {
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
+	q.flushed.Store(min(q.flushed.Load(), max(off, 0)))
+}
+
 // Find returns the segment holding off (Start <= off < End).
 func (q *Queue) Find(off int64) (Segment, bool) {
 	segs := q.list()
@@ -252,8 +261,11 @@ func (q *Queue) Roll() (Segment, error) {
 	if err := q.checkCreate(start); err != nil {
 		return Segment{}, err
 	}
-	next := q.path(FileName(start + q.cfg.FileSize))
-	f, err := q.cfg.Allocator.Get(q.path(FileName(start)), q.cfg.FileSize, next)
+	next := make([]string, max(1, q.cfg.Ahead))
+	for i := range next {
+		next[i] = q.path(FileName(start + int64(i+1)*q.cfg.FileSize))
+	}
+	f, err := q.cfg.Allocator.Get(q.path(FileName(start)), q.cfg.FileSize, next...)
 	if err != nil {
 		return Segment{}, err
 	}

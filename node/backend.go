@@ -30,6 +30,11 @@ func (n *Node) Send(ctx context.Context, msgs []commitlog.Message) ([]store.PutR
 	}
 	start := time.Now()
 	st := n.Store()
+	if used, limit := st.DiskUsedPercent(), n.cfg.Store.DiskWarningRatio; used >= limit {
+		n.metrics.refusedDiskFull.Inc()
+		return nil, fmt.Errorf("node %s: disk %d%% used, at or above [store] DiskWarningRatio = %d; sends are refused until retention or a topic delete frees space: %w",
+			n.cfg.ID, used, limit, transport.ErrDiskFull)
+	}
 	for i := range msgs {
 		if err := st.ValidateMessage(&msgs[i]); err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
@@ -38,6 +43,7 @@ func (n *Node) Send(ctx context.Context, msgs []commitlog.Message) ([]store.PutR
 	res, err := n.batcher.send(ctx, msgs)
 	if err == nil {
 		n.metrics.observeStage(stageSend, time.Since(start))
+		n.metrics.observeTopics(msgs)
 	}
 	return res, err
 }
@@ -63,6 +69,9 @@ func (n *Node) DeleteTopic(ctx context.Context, name string) error {
 
 // Store is the local store (replaced when a snapshot is installed).
 func (n *Node) Store() *store.Store { return n.fsm.Store() }
+
+// Reader is the read side of the local store, what the API serves.
+func (n *Node) Reader() store.Reader { return n.fsm.Store() }
 
 // Status is this node's view of itself and the cluster.
 func (n *Node) Status() transport.ClusterStatus {

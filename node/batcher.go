@@ -29,7 +29,14 @@ type sendReq struct {
 	queued time.Time // when Send handed it over
 	state  atomic.Int32
 	done   chan sendResult // buffered 1; nil on the idle fast path
+	group  *sendGroup      // the Send this request is a part of; nil if not split
 }
+
+// sendGroup links the parts of one Send that split cut across entries.
+// Once a part failed, the parts not proposed yet are dropped (answered
+// with errPartDropped, nothing stored) instead of being stored after the
+// gap.
+type sendGroup struct{ failed atomic.Bool }
 
 type sendResult struct {
 	results []store.PutResult
@@ -57,6 +64,12 @@ type sendResult struct {
 // MaxInFlight, up to the bounds; Raft replicates everything proposed while
 // an AppendEntries is out in the next one, so fewer, larger entries cost no
 // replication parallelism.
+//
+// No entry exceeds GroupCommit.MaxBytes by more than one message: a Send
+// larger than that is split into parts of at most MaxBytes (a message
+// larger than MaxBytes is a part of its own), queued together in order and
+// proposed as consecutive entries, and its results are put back together
+// in the order of the request (see split and sendSplit).
 //
 // The queue is bounded by GroupCommit.MaxQueueMessages and MaxQueueBytes
 // (backpressure): a Send that does not fit waits up to GroupCommit.QueueWait
@@ -97,12 +110,14 @@ const entryBytesLimit = fsm.MaxCommandBytes / 2
 // On an idle leader (nothing queued, no entry in Raft) the calling goroutine
 // proposes its request itself and waits for the future: no hand-off to the
 // batcher goroutine and back, which is two scheduler wake-ups less on the
-// latency of a lone synchronous Send.
+// latency of a lone synchronous Send. A Send larger than one entry is split
+// (sendSplit).
 func (b *batcher) send(ctx context.Context, msgs []commitlog.Message) ([]store.PutResult, error) {
-	req := &sendReq{msgs: msgs, queued: time.Now()}
-	for i := range msgs {
-		req.bytes += msgBytes(&msgs[i])
+	parts := b.split(msgs)
+	if len(parts) > 1 {
+		return b.sendSplit(ctx, parts)
 	}
+	req := newSendReq(msgs, time.Now(), nil)
 	b.mu.Lock()
 	if !b.closed && b.qMsgs == 0 && b.inFlight == 0 {
 		b.inFlight++
@@ -111,7 +126,7 @@ func (b *batcher) send(ctx context.Context, msgs []commitlog.Message) ([]store.P
 	}
 	b.mu.Unlock()
 	req.done = make(chan sendResult, 1)
-	if err := b.enqueue(ctx, req); err != nil {
+	if err := b.enqueue(ctx, []*sendReq{req}); err != nil {
 		return nil, err
 	}
 	select {
@@ -130,12 +145,26 @@ func (b *batcher) send(ctx context.Context, msgs []commitlog.Message) ([]store.P
 	}
 }
 
-// enqueue appends req to the queue, waiting for room while the queue is
-// full: up to GroupCommit.QueueWait, and at most nine tenths of what is left
-// of ctx's deadline, so the caller gets the definite, retry-safe
-// ErrOverloaded rather than its deadline. A request always fits an empty
-// queue.
-func (b *batcher) enqueue(ctx context.Context, req *sendReq) error {
+// newSendReq is a request for msgs, handed over at queued.
+func newSendReq(msgs []commitlog.Message, queued time.Time, g *sendGroup) *sendReq {
+	req := &sendReq{msgs: msgs, queued: queued, group: g}
+	for i := range msgs {
+		req.bytes += msgBytes(&msgs[i])
+	}
+	return req
+}
+
+// enqueue appends reqs (the parts of one Send, kept together and in order)
+// to the queue, waiting for room while the queue is full: up to
+// GroupCommit.QueueWait, and at most nine tenths of what is left of ctx's
+// deadline, so the caller gets the definite, retry-safe ErrOverloaded
+// rather than its deadline. A Send always fits an empty queue.
+func (b *batcher) enqueue(ctx context.Context, reqs []*sendReq) error {
+	msgs, bytes := 0, 0
+	for _, r := range reqs {
+		msgs += len(r.msgs)
+		bytes += r.bytes
+	}
 	var timeout <-chan time.Time
 	for {
 		b.mu.Lock()
@@ -143,10 +172,10 @@ func (b *batcher) enqueue(ctx context.Context, req *sendReq) error {
 			b.mu.Unlock()
 			return fmt.Errorf("node shutting down: %w", transport.ErrNotLeader)
 		}
-		if b.qMsgs == 0 || b.qMsgs+len(req.msgs) <= b.g.MaxQueueMessages && b.qBytes+req.bytes <= b.g.MaxQueueBytes {
-			b.queue = append(b.queue, req)
-			b.qMsgs += len(req.msgs)
-			b.qBytes += req.bytes
+		if b.qMsgs == 0 || b.qMsgs+msgs <= b.g.MaxQueueMessages && b.qBytes+bytes <= b.g.MaxQueueBytes {
+			b.queue = append(b.queue, reqs...)
+			b.qMsgs += msgs
+			b.qBytes += bytes
 			kick := b.ready() // wake the batcher only when it can act
 			b.mu.Unlock()
 			if kick {
@@ -323,6 +352,10 @@ func (b *batcher) take() ([]*sendReq, int, int) {
 		if r.state.Load() != reqPending {
 			continue // abandoned: already uncounted
 		}
+		if r.group != nil && r.group.failed.Load() {
+			b.drop(r) // an earlier part of its Send failed
+			continue
+		}
 		if len(batch) > 0 && (count+len(r.msgs) > b.g.MaxMessages || bytes+r.bytes > b.g.MaxBytes ||
 			count+len(r.msgs) > fsm.MaxBatchMessages || bytes+r.bytes > entryBytesLimit) {
 			break
@@ -347,12 +380,17 @@ func (b *batcher) take() ([]*sendReq, int, int) {
 func (b *batcher) propose(batch []*sendReq, count, bytes int) {
 	f, data, err := b.apply(batch, count, bytes)
 	if err != nil {
+		failGroups(batch, err)
 		b.returned(count)
 		finish(batch, nil, err)
 		return
 	}
 	b.n.goroutine(func() {
 		results, err := b.complete(f, count, len(data))
+		if err == nil && len(results) < count {
+			err = fmt.Errorf("%w: %d results for %d messages", transport.ErrOutcomeUnknown, len(results), count)
+		}
+		failGroups(batch, err)
 		b.returned(count)
 		finish(batch, results, err)
 	})
@@ -402,6 +440,20 @@ func (b *batcher) await(f raft.ApplyFuture) (*fsm.ApplyResponse, error) {
 		return nil, fmt.Errorf("%w: no response from the state machine", transport.ErrOutcomeUnknown)
 	}
 	return resp, resp.Err
+}
+
+// failGroups marks the split Sends of reqs failed when err is set, so that
+// the batcher drops their parts not proposed yet. It runs before the
+// entry's in-flight slot is given back.
+func failGroups(reqs []*sendReq, err error) {
+	if err == nil {
+		return
+	}
+	for _, r := range reqs {
+		if r.group != nil {
+			r.group.failed.Store(true)
+		}
+	}
 }
 
 // finish hands each request its slice of results (or the entry's error).

@@ -18,22 +18,38 @@ import (
 	"github.com/hashicorp/raft-wal/segment"
 	"github.com/hashicorp/raft-wal/types"
 	"go.etcd.io/bbolt"
+
+	"github.com/raftmq/raftmq/vfs"
 )
 
 // Raft log store kinds (RaftConfig.LogStore).
 const (
-	// LogStoreWAL is hashicorp/raft-wal: append-only segment files, one
+	// LogStoreWAL is hashicorp/raft-wal (built from third_party/raft-wal,
+	// v0.4.0 with crash-recovery fixes): append-only segment files, one
 	// fsync per StoreLogs, whole files deleted on compaction. It writes
 	// about 1.05 bytes per log byte, raft-boltdb 1.7–5.5 (see
-	// BenchmarkRaftLogStore and README "Raft log store"), but v0.4.0 can
-	// wedge after a kill -9 during a segment rotation (TestRaftWALKill9),
-	// so it is not the default yet.
+	// BenchmarkRaftLogStore and README "Raft log store").
 	LogStoreWAL = "wal"
 	// LogStoreBolt is raft-boltdb/v2 with NoFreelistSync and the hashmap
-	// freelist: one bolt transaction (two fdatasyncs) per StoreLogs. The
-	// default.
+	// freelist: one bolt transaction (two fdatasyncs) per StoreLogs.
 	LogStoreBolt = "boltdb"
+	// LogStoreAuto, the default, opens the kind a data dir already holds
+	// and starts a new log with raft-wal: a dir that an older raftmq wrote
+	// with raft-boltdb (its default then) keeps raft-boltdb.
+	LogStoreAuto = "auto"
 )
+
+// ResolveLogStore is the kind OpenRaftStore opens for kind in dir: kind
+// itself, or for LogStoreAuto (and "") the kind dir holds, raft-wal if none.
+func ResolveLogStore(kind, dir string) string {
+	if kind != "" && kind != LogStoreAuto {
+		return kind
+	}
+	if exists(filepath.Join(dir, "raft.db")) && !exists(filepath.Join(dir, "wal", metadb.FileName)) {
+		return LogStoreBolt
+	}
+	return LogStoreWAL
+}
 
 // RaftStore is a Raft log store that is also the stable store.
 type RaftStore interface {
@@ -62,8 +78,8 @@ type RaftStoreOptions struct {
 	WALSegmentSize int
 }
 
-// OpenRaftStore opens the Raft log + stable store of kind ("" is
-// LogStoreBolt) under dir (raft.db for bolt, wal/ for raft-wal). The bench's
+// OpenRaftStore opens the Raft log + stable store of kind (resolved by
+// ResolveLogStore) under dir (raft.db for bolt, wal/ for raft-wal). The bench's
 // ceiling opens its store here too, so both measure the same storage.
 func OpenRaftStore(kind, dir string, logger hclog.Logger) (RaftStore, error) {
 	return OpenRaftStoreWith(kind, dir, RaftStoreOptions{Logger: logger})
@@ -82,14 +98,15 @@ var ErrLogStoreMismatch = errors.New("node: raft log store kind does not match t
 
 // OpenRaftStoreWith is OpenRaftStore with options.
 func OpenRaftStoreWith(kind, dir string, o RaftStoreOptions) (RaftStore, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := vfs.OS().MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	kind = ResolveLogStore(kind, dir)
 	if err := checkLogStoreKind(kind, dir); err != nil {
 		return nil, err
 	}
 	switch kind {
-	case "", LogStoreBolt:
+	case LogStoreBolt:
 		bo := o.Bolt
 		if bo == nil {
 			bo = DefaultBoltOptions()
@@ -97,6 +114,11 @@ func OpenRaftStoreWith(kind, dir string, o RaftStoreOptions) (RaftStore, error) 
 		s, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), BoltOptions: bo})
 		if err != nil {
 			return nil, fmt.Errorf("node: open raft log %s: %w", dir, err)
+		}
+		// bbolt fsyncs raft.db but not the directory entry it created.
+		if err := vfs.OS().SyncDir(dir); err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("node: sync raft log dir %s: %w", dir, err)
 		}
 		page := bo.PageSize
 		if page == 0 {
@@ -107,7 +129,7 @@ func OpenRaftStoreWith(kind, dir string, o RaftStoreOptions) (RaftStore, error) 
 		return b, nil
 	case LogStoreWAL:
 		wdir := filepath.Join(dir, "wal")
-		if err := os.MkdirAll(wdir, 0o755); err != nil {
+		if err := vfs.OS().MkdirAll(wdir, 0o755); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 		logger := o.Logger
@@ -131,6 +153,10 @@ func OpenRaftStoreWith(kind, dir string, o RaftStoreOptions) (RaftStore, error) 
 			return nil, fmt.Errorf("node: open raft wal %s: %w", wdir, err)
 		}
 		ws.WAL = w
+		if err := vfs.OS().SyncDir(wdir); err != nil { // the meta db and first segment
+			_ = ws.Close()
+			return nil, fmt.Errorf("node: sync raft wal dir %s: %w", wdir, err)
+		}
 		return ws, nil
 	}
 	return nil, fmt.Errorf("%w: raft log_store %q is neither %q nor %q", ErrConfig, kind, LogStoreWAL, LogStoreBolt)

@@ -77,3 +77,46 @@ func TestValidateMessages(t *testing.T) {
 		t.Errorf("bad peers flag: %v", err)
 	}
 }
+
+// TestStoreSizeSettings: the [store] size settings load from the TOML file
+// under their field names, a bad value stops the node with an error naming
+// the key, and a misspelt key is refused by name.
+func TestStoreSizeSettings(t *testing.T) {
+	load := func(body string) (Config, error) {
+		file := filepath.Join(t.TempDir(), "raftmq.toml")
+		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return Load([]string{"--config", file}, func(string) string { return "" }, io.Discard)
+	}
+	cfg, err := load("[store]\nCommitLogFileSize = 67108864\nPreallocateSegments = 0\nConsumeQueueFileSize = 600000\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("small store: %v", err)
+	}
+	if cfg.Store.CommitLogFileSize != 64<<20 || cfg.Store.PreallocateSegments != 0 || cfg.Store.ConsumeQueueFileSize != 600000 {
+		t.Fatalf("store settings not loaded: %+v", cfg.Store)
+	}
+	if d := DefaultConfig().Store; d.CommitLogFileSize != 1<<30 || d.PreallocateSegments != 1 || d.ConsumeQueueFileSize != 300000*20 {
+		t.Fatalf("defaults are not RocketMQ's: segment %d, ahead %d, consume queue %d", d.CommitLogFileSize, d.PreallocateSegments, d.ConsumeQueueFileSize)
+	}
+	for key, body := range map[string]string{
+		"CommitLogFileSize":    "CommitLogFileSize = 1000",
+		"ConsumeQueueFileSize": "ConsumeQueueFileSize = 7",
+		"PreallocateSegments":  "PreallocateSegments = 99",
+	} {
+		cfg, err := load("[store]\n" + body + "\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cfg.Validate()
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "[store]") || !strings.Contains(err.Error(), key+" = ") {
+			t.Fatalf("%s: %v, want an error naming [store] %s", body, err, key)
+		}
+	}
+	if _, err := load("[store]\nPreallocateSegmets = 2\n"); !errors.Is(err, ErrUnknownKey) || !strings.Contains(err.Error(), "store.PreallocateSegmets") {
+		t.Fatalf("misspelt key: %v", err)
+	}
+}

@@ -1,12 +1,12 @@
 // Package node wires one raftmq cluster member together and owns its
-// lifecycle: the store, the FSM, hashicorp/raft with raft-boltdb and the
+// lifecycle: the store, the FSM, hashicorp/raft with its log store (raft-wal or raft-boltdb) and the
 // linking snapshot store (node/snapstore), the client gRPC API (transport)
 // and HTTP.
 //
 // # Start and stop
 //
 // New validates the Config, opens the store first (local recovery), then the
-// Raft log (raft-boltdb, NoFreelistSync, hashmap freelist), the snapshot store
+// Raft log (OpenRaftStore: raft-wal, or raft-boltdb for a dir that holds it), the snapshot store
 // (<dir>/raft/snapshots, retain 2: local snapshots hard-link the store's
 // segments, so the store must be on the same file system or its segments
 // are copied) and the TCP transport, and starts Raft with
@@ -26,6 +26,23 @@
 // leadership (Serving, /healthz). Send validates every message with
 // store.ValidateMessage, then the batcher packs concurrent Sends into one
 // MessageBatch entry (GroupCommit bounds) and distributes per-message results.
+//
+// Bounded entries. No entry holds more than GroupCommit.MaxBytes of
+// messages, or one message when that message alone is larger, so that a
+// restart reads back no huge entry and AppendEntries stay bounded. A Send
+// larger than MaxBytes is split, not refused: its messages are cut in order
+// into parts of at most MaxBytes, queued together and proposed as
+// consecutive entries (packed with other Sends as usual), and the results
+// are returned per message in the order of the request, as for a Send of
+// one entry. Splitting was chosen over refusing because nothing promises a
+// Send is atomic: results are per message, and a Send whose outcome is
+// unknown may already be stored in part. A split Send is not atomic either:
+// if its first part fails with a definite error before any other part was
+// proposed, that error is returned and nothing was stored; once a later part
+// fails (or the caller's deadline passes after a part was proposed) the parts
+// not yet proposed are withdrawn and the Send's outcome is unknown. A
+// message larger than the store's MaxMessageSize is refused before
+// anything is queued, as before.
 // A follower answers transport.ErrNotLeader (the server forwards); a
 // proposal whose result is not known (leadership lost, shutdown, caller's
 // deadline after hand-off) answers transport.ErrOutcomeUnknown.
@@ -54,5 +71,7 @@
 //
 // HTTP: GET /healthz, GET /status (JSON), GET /metrics (Prometheus, private
 // registry, raftmq_ prefix: produce counts/latency/bytes, commitlog offsets
-// and flush lag, Raft state and indexes, FSM applied/skipped, recovery time).
+// and flush lag, Raft state and indexes, FSM applied/skipped, recovery time,
+// and raftmq_group_lag_messages{group,topic,queue}: each consumer group's lag
+// per queue, from store.GroupProgress at scrape time).
 package node

@@ -6,10 +6,13 @@ import (
 	"strings"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
 
+	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/recovery"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -21,9 +24,16 @@ type metrics struct {
 	sendBytes   prometheus.Counter
 	sendEntries prometheus.Counter
 	sendErrors  prometheus.Counter
-	sendLatency prometheus.Histogram
-	batchSize   prometheus.Histogram
-	stages      [numStages]prometheus.Observer
+	// refusedDiskFull counts sends refused because the disk is at or
+	// above DiskWarningRatio.
+	refusedDiskFull prometheus.Counter
+	sendLatency     prometheus.Histogram
+	batchSize       prometheus.Histogram
+	stages          [numStages]prometheus.Observer
+	// topicMsgs counts the messages acknowledged by this leader per topic.
+	topicMsgs *prometheus.CounterVec
+	// grpc counts and times the API's RPCs by method and code.
+	grpc *grpcprom.ServerMetrics
 }
 
 // Stages of a Send on the leader, for the latency breakdown
@@ -48,10 +58,17 @@ func newMetrics(n *Node) *metrics {
 			Help: "MessageBatch entries proposed by this leader."}),
 		sendErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftmq_produce_errors_total",
 			Help: "MessageBatch entries that failed or whose outcome is unknown."}),
+		refusedDiskFull: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftmq_produce_refused_disk_full_total",
+			Help: "Sends this leader refused because its disk was at or above [store] DiskWarningRatio."}),
 		sendLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "raftmq_produce_commit_seconds",
 			Help: "Time from raft.Apply to the applied response of a MessageBatch.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "raftmq_produce_entry_messages",
 			Help: "Messages per MessageBatch entry proposed by this leader's group commit.", Buckets: prometheus.ExponentialBuckets(1, 2, 17)}),
+		topicMsgs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftmq_topic_produced_messages_total",
+			Help: "Messages acknowledged by this node as leader, per topic."}, []string{"topic"}),
+		grpc: grpcprom.NewServerMetrics(grpcprom.WithServerCounterOptions(grpcprom.WithNamespace("raftmq")),
+			grpcprom.WithServerHandlingTimeHistogram(grpcprom.WithHistogramNamespace("raftmq"),
+				grpcprom.WithHistogramBuckets(prometheus.ExponentialBuckets(0.0001, 2, 18)))),
 	}
 	stages := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "raftmq_produce_stage_seconds",
 		Help:    "Latency breakdown of a Send on the leader by stage: queue (until proposed), fsm_apply (per entry), send (whole node.Send). raftmq_produce_commit_seconds is raft.Apply to response.",
@@ -59,8 +76,14 @@ func newMetrics(n *Node) *metrics {
 	for i, name := range stageNames {
 		m.stages[i] = stages.WithLabelValues(name)
 	}
-	m.reg.MustRegister(m.sendMsgs, m.sendBytes, m.sendEntries, m.sendErrors, m.sendLatency, m.batchSize, stages,
-		&nodeCollector{n: n}, collectors.NewGoCollector())
+	m.reg.MustRegister(m.sendMsgs, m.sendBytes, m.sendEntries, m.sendErrors, m.refusedDiskFull, m.sendLatency, m.batchSize, stages,
+		m.topicMsgs, m.grpc, &nodeCollector{n: n}, collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "raftmq"}))
+	if sink, err := raftMetricsSink(); err != nil {
+		n.log.Warn("hashicorp/raft metrics are not exported", "error", err)
+	} else {
+		m.reg.MustRegister(sink)
+	}
 	return m
 }
 
@@ -77,6 +100,27 @@ func (m *metrics) observeSend(msgs, bytes int, d time.Duration, err error) {
 }
 
 func (m *metrics) observeStage(stage int, d time.Duration) { m.stages[stage].Observe(d.Seconds()) }
+
+// grpcServerOptions are the API server's metrics interceptors
+// (raftmq_grpc_server_handled_total{grpc_method,grpc_code} and
+// raftmq_grpc_server_handling_seconds).
+func (m *metrics) grpcServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(m.grpc.UnaryServerInterceptor()),
+		grpc.ChainStreamInterceptor(m.grpc.StreamServerInterceptor())}
+}
+
+// observeTopics counts acknowledged msgs per topic (a Send mostly carries
+// one topic: one counter update per run of equal topics).
+func (m *metrics) observeTopics(msgs []commitlog.Message) {
+	for i := 0; i < len(msgs); {
+		j := i + 1
+		for j < len(msgs) && msgs[j].Topic == msgs[i].Topic {
+			j++
+		}
+		m.topicMsgs.WithLabelValues(msgs[i].Topic).Add(float64(j - i))
+		i = j
+	}
+}
 
 // nodeCollector reads store.Stats, raft.Stats and the FSM counters on scrape.
 type nodeCollector struct{ n *Node }
@@ -97,17 +141,24 @@ func newCounter(name, help string, labels ...string) gauge {
 var (
 	gCommitlogOffset = newGauge("commitlog_offset_bytes", "Commitlog offsets: min, max, confirm, flushed, checkpoint.", "kind")
 	gFlushLag        = newGauge("commitlog_flush_lag_bytes", "Confirm offset minus flushed offset.")
-	gStoreCount      = newCounter("store_total", "Store totals since open: messages, bytes, entries.", "kind")
+	gStoreMessages   = newCounter("store_messages_total", "Messages this node's store appended since it opened.")
+	gStoreBytes      = newCounter("store_bytes_total", "Commitlog bytes this node's store appended since it opened.")
+	gStoreEntries    = newCounter("store_entries_total", "Raft entries this node's store applied since it opened.")
 	gStoreSize       = newGauge("store_objects", "Topics and queues.", "kind")
 	gRecovery        = newGauge("store_recovery_seconds", "Duration of the last store recovery.", "mode")
 	gRaftState       = newGauge("raft_state", "1 for the current Raft state.", "state")
-	gRaftIndex       = newGauge("raft_index", "Raft indexes: term, commit, applied, last_log, last_snapshot, fsm_applied.", "kind")
+	gRaftTerm        = newGauge("raft_term", "The node's current Raft term.")
+	gRaftIndex       = newGauge("raft_index", "Raft indexes: commit, applied, last_log, last_snapshot, fsm_applied.", "kind")
 	gFSMEntries      = newCounter("fsm_entries_total", "Entries given to the FSM by outcome.", "outcome")
 	gReady           = newGauge("leader_ready", "1 when this node leads and its barrier passed.")
-	gDiskWritten     = newCounter("disk_write_bytes_total", "Bytes this node wrote to disk by file: write()/pwrite bytes, plus the page-aligned cover of msync'd mmap ranges and pages dirtied by pre-touch (fallocate, truncate, directory syncs and the file system journal excluded).", "file")
+	gTopicConsumed   = newCounter("topic_consumed_messages_total", "Messages this node's API answered pulls with, per topic.", "topic")
+	gGroupLag        = newGauge("group_lag_messages", "Messages a consumer group has still to read per queue of the topics it committed offsets in: max offset - committed offset (floored at 0), or max - min where it committed none; from this node's store at scrape time.", "group", "topic", "queue")
+	gDiskUsed        = newGauge("disk_used_ratio", "Used share (0..1) of the file system holding the store, as df counts it; 0 when unknown. Sends are refused at [store] DiskWarningRatio.")
+	gDiskWritten     = newCounter("disk_write_bytes_total", "Bytes this node wrote to disk by file: write()/pwrite bytes, plus the page-aligned cover of msync'd mmap ranges (fallocate, truncate, directory syncs and the file system journal excluded).", "file")
 )
 
-var allGauges = []gauge{gCommitlogOffset, gFlushLag, gStoreCount, gStoreSize, gRecovery, gRaftState, gRaftIndex, gFSMEntries, gReady, gDiskWritten}
+var allGauges = []gauge{gCommitlogOffset, gFlushLag, gStoreMessages, gStoreBytes, gStoreEntries, gStoreSize, gRecovery,
+	gRaftState, gRaftTerm, gRaftIndex, gFSMEntries, gReady, gTopicConsumed, gGroupLag, gDiskUsed, gDiskWritten}
 
 // Disk meter classes (raftmq_disk_write_bytes_total{file}). "raftlog" is
 // not counted through vfs: the Raft log store writes its own files and
@@ -175,12 +226,13 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(gCommitlogOffset, float64(s.FlushedOffset), "flushed")
 	emit(gCommitlogOffset, float64(s.CheckpointOffset), "checkpoint")
 	emit(gFlushLag, float64(s.ConfirmOffset-s.FlushedOffset))
-	emit(gStoreCount, float64(s.Messages), "messages")
-	emit(gStoreCount, float64(s.Bytes), "bytes")
-	emit(gStoreCount, float64(s.Entries), "entries")
+	emit(gStoreMessages, float64(s.Messages))
+	emit(gStoreBytes, float64(s.Bytes))
+	emit(gStoreEntries, float64(s.Entries))
 	emit(gStoreSize, float64(s.Topics), "topics")
 	emit(gStoreSize, float64(s.Queues), "queues")
 	emit(gRecovery, s.RecoveryDuration.Seconds(), s.RecoveryMode)
+	emit(gDiskUsed, float64(c.n.Store().DiskUsedPercent())/100)
 	state := c.n.raft.State()
 	for _, st := range []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown} {
 		v := 0.0
@@ -190,7 +242,9 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		emit(gRaftState, v, st.String())
 	}
 	rs := c.n.raft.Stats()
-	for _, k := range []string{"term", "commit_index", "applied_index", "last_log_index", "last_snapshot_index"} {
+	term, _ := strconv.ParseFloat(rs["term"], 64)
+	emit(gRaftTerm, term)
+	for _, k := range []string{"commit_index", "applied_index", "last_log_index", "last_snapshot_index"} {
 		v, _ := strconv.ParseFloat(rs[k], 64)
 		emit(gRaftIndex, v, k)
 	}
@@ -205,6 +259,14 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ready = 1
 	}
 	emit(gReady, ready)
+	if c.n.api != nil {
+		for topic, v := range c.n.api.Stats().PulledByTopic {
+			emit(gTopicConsumed, float64(v), topic)
+		}
+	}
+	for _, g := range c.n.Store().GroupProgress("", "") {
+		emit(gGroupLag, float64(g.Lag), g.Group, g.Topic, strconv.Itoa(int(g.QueueID)))
+	}
 	emit(gDiskWritten, float64(c.n.bolt.WrittenBytes()), diskRaftLog)
 	for _, class := range c.n.disk.Classes() {
 		emit(gDiskWritten, float64(c.n.disk.Written(class)), class)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -110,7 +109,9 @@ func (n *Node) onFatal(err error) {
 	}
 }
 
-func (n *Node) raftConfig() *raft.Config { return BuildRaftConfig(n.cfg, n.log.Named("raft")) }
+func (n *Node) raftConfig() *raft.Config {
+	return BuildRaftConfig(n.cfg, newPeerLogger(n.log.Named("raft")))
+}
 
 // BuildRaftConfig is the hashicorp/raft configuration a node with cfg runs. The
 // bench's bare-raft ceiling builds its config here too, so the settings of
@@ -132,13 +133,15 @@ func BuildRaftConfig(cfg Config, logger hclog.Logger) *raft.Config {
 
 func (n *Node) openRaft() error {
 	dir := filepath.Join(n.cfg.Dir, "raft")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := n.fs.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	kind := ResolveLogStore(n.cfg.Raft.LogStore, dir)
 	var err error
-	if n.bolt, err = OpenRaftStore(n.cfg.Raft.LogStore, dir, n.log.Named("raft-log")); err != nil {
+	if n.bolt, err = OpenRaftStore(kind, dir, n.log.Named("raft-log")); err != nil {
 		return err
 	}
+	n.log.Info("raft log store", "kind", kind, "configured", n.cfg.Raft.LogStore)
 	// Under the data dir, like the store by default: local snapshots hard-link
 	// the store's segments, which needs one file system (else they are copied).
 	n.snaps, err = snapstore.New(filepath.Join(dir, "snapshots"), n.cfg.Raft.SnapshotRetain,
@@ -150,7 +153,7 @@ func (n *Node) openRaft() error {
 		return err
 	}
 	n.seedMembers()
-	n.trans, err = NewRaftTransport(n.cfg, n.log.Named("raft-net"))
+	n.trans, err = NewRaftTransport(n.cfg, newPeerLogger(n.log.Named("raft-net")))
 	if err != nil {
 		return fmt.Errorf("node: raft transport on %s: %w", n.cfg.RaftAddr, err)
 	}
@@ -218,7 +221,9 @@ func (n *Node) startServers() error {
 	if n.httpLis, err = net.Listen("tcp", n.cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("node: http listen: %w", err)
 	}
-	n.api = transport.NewServer(n, transport.ServerOptions{Logger: n.log, MaxMessageSize: n.cfg.storeConfig().MaxMessageSize})
+	n.api = transport.NewServer(n, transport.ServerOptions{Logger: n.log, MaxMessageSize: n.cfg.storeConfig().MaxMessageSize,
+		GRPC: n.metrics.grpcServerOptions()})
+	n.metrics.grpc.InitializeMetrics(n.api)
 	n.httpSrv = &http.Server{Handler: n.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
 	n.goroutine(func() {
 		if err := n.api.Serve(n.apiLis); err != nil {

@@ -11,7 +11,8 @@ import (
 	"github.com/raftmq/raftmq/vfs"
 )
 
-// Checkpoint file layout (big-endian), version 1. The first 40 bytes are
+// Checkpoint file layout (big-endian), version 2 (version 1, still read, has
+// no indexConfirmOffset: its index state is as of confirmPhyOffset). The first 40 bytes are
 // RocketMQ's StoreCheckpoint fields so tools that read those still work; the
 // rest is raftmq's extension. The whole file is replaced atomically (write a
 // temporary file, fsync it, rename it over "checkpoint", fsync the directory),
@@ -36,12 +37,16 @@ import (
 //	  .     4  indexSlotCount       its hashSlotCount at checkpoint time
 //	  .     8  indexEndPhyOffset    its endPhyOffset
 //	  .     8  indexEndTimestamp    its endTimestamp
+//	  .     8  indexConfirmOffset   end of the last entry that index state covers
+//	                                (v2; ≤ confirmPhyOffset: the index is flushed
+//	                                less often than the commitlog)
 //	  .     4  metaLen
 //	  .     m  meta                 topics, consumer offsets, queue table
 //	  .     4  crc32c               Castagnoli over every byte before it
 const (
 	CheckpointMagic   uint32 = 0x52514350 // "RQCP"
-	CheckpointVersion uint32 = 1
+	CheckpointVersion uint32 = 2
+	checkpointV1             = 1
 	CheckpointName           = "checkpoint"
 	checkpointFixed          = 84
 	maxCheckpointSize        = 1 << 30
@@ -64,6 +69,10 @@ type IndexState struct {
 	SlotCount    int32
 	EndPhyOffset int64
 	EndTimestamp int64
+	// ConfirmOffset is the end of the last entry this state covers (an
+	// entry boundary, at most the checkpoint's ConfirmOffset): recovery
+	// re-indexes the entries between it and the checkpoint's.
+	ConfirmOffset int64
 }
 
 // Checkpoint says which prefix of the store is durable and consistent.
@@ -80,7 +89,7 @@ type Checkpoint struct {
 
 // Encode returns the file bytes.
 func (c *Checkpoint) Encode() []byte {
-	b := make([]byte, 0, checkpointFixed+len(c.Index.File)+28+len(c.Meta)+4)
+	b := make([]byte, 0, checkpointFixed+len(c.Index.File)+36+len(c.Meta)+4)
 	be := binary.BigEndian
 	for i := 0; i < 3; i++ {
 		b = be.AppendUint64(b, uint64(c.StoreTimestamp))
@@ -99,6 +108,7 @@ func (c *Checkpoint) Encode() []byte {
 	b = be.AppendUint32(b, uint32(c.Index.SlotCount))
 	b = be.AppendUint64(b, uint64(c.Index.EndPhyOffset))
 	b = be.AppendUint64(b, uint64(c.Index.EndTimestamp))
+	b = be.AppendUint64(b, uint64(c.Index.ConfirmOffset))
 	b = be.AppendUint32(b, uint32(len(c.Meta)))
 	b = append(b, c.Meta...)
 	return be.AppendUint32(b, crc32.Checksum(b, castagnoli))
@@ -119,7 +129,8 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	r.skip(16)
 	r.skip(8)
 	c.ConfirmOffset = int64(r.u64())
-	if magic, version := r.u32(), r.u32(); magic != CheckpointMagic || version != CheckpointVersion {
+	magic, version := r.u32(), r.u32()
+	if magic != CheckpointMagic || version != CheckpointVersion && version != checkpointV1 {
 		return c, fmt.Errorf("%w: magic %#x version %d", ErrCheckpointCorrupt, magic, version)
 	}
 	c.AppliedIndex = r.u64()
@@ -131,12 +142,19 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	c.Index.SlotCount = int32(r.u32())
 	c.Index.EndPhyOffset = int64(r.u64())
 	c.Index.EndTimestamp = int64(r.u64())
+	c.Index.ConfirmOffset = c.ConfirmOffset
+	if version != checkpointV1 {
+		c.Index.ConfirmOffset = int64(r.u64())
+	}
 	c.Meta = r.bytes(int(r.u32()))
 	if r.err != nil || len(r.b) != 0 {
 		return c, fmt.Errorf("%w: bad lengths", ErrCheckpointCorrupt)
 	}
 	if c.ConfirmOffset < 0 || c.MinOffset < 0 || c.MinOffset > c.ConfirmOffset || c.LastEntryOffset >= c.ConfirmOffset {
 		return c, fmt.Errorf("%w: offsets min=%d last=%d confirm=%d", ErrCheckpointCorrupt, c.MinOffset, c.LastEntryOffset, c.ConfirmOffset)
+	}
+	if c.Index.ConfirmOffset < 0 || c.Index.ConfirmOffset > c.ConfirmOffset {
+		return c, fmt.Errorf("%w: index confirm offset %d, checkpoint's %d", ErrCheckpointCorrupt, c.Index.ConfirmOffset, c.ConfirmOffset)
 	}
 	return c, nil
 }

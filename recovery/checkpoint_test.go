@@ -2,7 +2,9 @@ package recovery
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"testing"
 
 	"github.com/raftmq/raftmq/vfs"
@@ -12,7 +14,8 @@ func sampleCheckpoint() Checkpoint {
 	return Checkpoint{
 		StoreTimestamp: 1_700_000_000_123, ConfirmOffset: 70_000, AppliedIndex: 42, AppliedTerm: 3,
 		LastEntryOffset: 65_536, MinOffset: 0, Meta: []byte("meta bytes"),
-		Index: IndexState{File: "20231114221320123", IndexCount: 17, SlotCount: 9, EndPhyOffset: 69_000, EndTimestamp: 1_700_000_000_100},
+		Index: IndexState{File: "20231114221320123", IndexCount: 17, SlotCount: 9, EndPhyOffset: 69_000, EndTimestamp: 1_700_000_000_100,
+			ConfirmOffset: 69_500},
 	}
 }
 
@@ -35,6 +38,31 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		if v != want {
 			t.Fatalf("field %d = %d, want %d", i, v, want)
 		}
+	}
+}
+
+// A version-1 checkpoint (written before the index could lag the
+// commitlog) still opens: its index state is as of confirmPhyOffset. An index
+// confirm offset past the checkpoint's is corrupt.
+func TestCheckpointVersion1AndIndexConfirm(t *testing.T) {
+	c := sampleCheckpoint()
+	v2 := c.Encode()
+	// v1: version 1 and no indexConfirmOffset (the 8 bytes before metaLen).
+	cut := len(v2) - 4 - len(c.Meta) - 4 - 8
+	v1 := append([]byte(nil), v2[:cut]...)
+	v1 = append(v1, v2[cut+8:len(v2)-4]...)
+	binary.BigEndian.PutUint32(v1[44:], 1)
+	v1 = binary.BigEndian.AppendUint32(v1, crc32.Checksum(v1, castagnoli))
+	got, err := DecodeCheckpoint(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Index.ConfirmOffset != c.ConfirmOffset || got.Index.EndPhyOffset != c.Index.EndPhyOffset || string(got.Meta) != "meta bytes" {
+		t.Fatalf("v1: %+v", got)
+	}
+	c.Index.ConfirmOffset = c.ConfirmOffset + 1
+	if _, err := DecodeCheckpoint(c.Encode()); !errors.Is(err, ErrCheckpointCorrupt) {
+		t.Fatalf("index confirm past the checkpoint: %v", err)
 	}
 }
 

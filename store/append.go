@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"unsafe"
@@ -38,7 +39,10 @@ func (s *Store) checkMessage(m *commitlog.Message) error {
 		return err
 	}
 	if err := commitlog.ValidateMessage(m, s.cfg.MaxMessageSize); err != nil {
-		return fmt.Errorf("%w: %w", ErrBadTopic, err)
+		if errors.Is(err, commitlog.ErrBadTopic) {
+			return fmt.Errorf("%w: %w", ErrBadTopic, err)
+		}
+		return fmt.Errorf("%w: %w", ErrBadMessage, err)
 	}
 	if m.QueueID < 0 || m.QueueID >= s.cfg.MaxQueues {
 		return fmt.Errorf("%w: queue %d", ErrBadQueue, m.QueueID)
@@ -46,18 +50,11 @@ func (s *Store) checkMessage(m *commitlog.Message) error {
 	return nil
 }
 
-// ValidateTopicName applies RocketMQ's rule: 1–127 bytes of letters, digits
-// and %|-_ .
+// ValidateTopicName applies commitlog.ValidateTopic (RocketMQ's rule),
+// reporting a bad name as ErrBadTopic.
 func ValidateTopicName(name string) error {
-	if name == "" || len(name) > commitlog.MaxTopicLen {
-		return fmt.Errorf("%w: %q must be 1-%d bytes", ErrBadTopic, name, commitlog.MaxTopicLen)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '%' || c == '|' || c == '-' || c == '_'
-		if !ok {
-			return fmt.Errorf("%w: %q has %q (allowed: letters, digits, %%|-_)", ErrBadTopic, name, c)
-		}
+	if err := commitlog.ValidateTopic(name); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadTopic, err)
 	}
 	return nil
 }
@@ -74,8 +71,29 @@ func (s *Store) checkQueue(m *commitlog.Message, t TopicConfig, exists bool) err
 	return nil
 }
 
+// admitNewTopic counts a topic this entry auto-creates against
+// MaxTotalQueues: the topics it already created, then DefaultQueues more.
+// A topic that exists, or that an earlier message of the entry created,
+// passes. Deterministic: it reads only meta and the entry.
+func (a *appendScratch) admitNewTopic(s *Store, topic string) error {
+	if _, ok := s.meta.topics[topic]; ok || slices.Contains(a.newTopics, topic) {
+		return nil
+	}
+	if a.totalQueues < 0 {
+		a.totalQueues = s.meta.totalQueues()
+	}
+	if a.totalQueues+int(s.cfg.DefaultQueues) > s.cfg.MaxTotalQueues {
+		return fmt.Errorf("%w (%d): auto-creating %q with %d queues", ErrQueueLimit, s.cfg.MaxTotalQueues, topic, s.cfg.DefaultQueues)
+	}
+	a.totalQueues += int(s.cfg.DefaultQueues)
+	a.newTopics = append(a.newTopics, topic)
+	return nil
+}
+
 // appendScratch is AppendMessages' reusable working memory (writeMu).
 type appendScratch struct {
+	newTopics    []string // topics this entry auto-creates
+	totalQueues  int      // queues of all topics with newTopics; -1 until needed
 	accepted     []commitlog.Message
 	queueOffsets []int64
 	pos          []commitlog.RecordPos
@@ -150,6 +168,8 @@ func (a *appendScratch) reset() {
 	a.props = a.props[:0]
 	clear(a.queues)
 	a.queues = a.queues[:0]
+	clear(a.newTopics)
+	a.newTopics, a.totalQueues = a.newTopics[:0], -1
 	if a.next == nil {
 		a.next = make(map[queueKey]int64)
 	}
@@ -175,6 +195,9 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []commitlog.Message, results 
 		m := &msgs[i]
 		res := PutResult{Topic: m.Topic, QueueID: m.QueueID, StoreTimestamp: h.StoreTimestamp}
 		res.Err = s.validateForApply(m)
+		if res.Err == nil {
+			res.Err = a.admitNewTopic(s, m.Topic)
+		}
 		if res.Err == nil && entrySize+int64(commitlog.MessageSize(m)) > s.maxEntrySize() {
 			res.Err = fmt.Errorf("%w: the entry would exceed a commitlog segment", ErrMessageTooLarge)
 		}
@@ -369,6 +392,9 @@ func (s *Store) CreateTopic(h EntryHeader, t TopicConfig) error {
 	return s.command(h, encodeCreateTopic(t), func() error {
 		if _, ok := s.meta.topics[t.Name]; ok {
 			return fmt.Errorf("%w: %q", ErrTopicExists, t.Name)
+		}
+		if total := s.meta.totalQueues(); total+int(t.Queues) > s.cfg.MaxTotalQueues {
+			return fmt.Errorf("%w (%d): %d queues exist, %q asks for %d", ErrQueueLimit, s.cfg.MaxTotalQueues, total, t.Name, t.Queues)
 		}
 		return nil
 	})

@@ -3,8 +3,6 @@ package store
 import (
 	"fmt"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/raftmq/raftmq/mmap"
 )
 
@@ -47,6 +45,12 @@ func (s *Store) clean() error {
 		return nil
 	}
 	s.counters.segmentsDeleted.Add(uint64(deleted))
+	// The index files about to go may hold the state the checkpoint names
+	// (the periodic flush checkpoints the index less often than the rest):
+	// checkpoint the current index first, so recovery never looks for it.
+	if err := s.flushLocked(true); err != nil {
+		return err
+	}
 	s.logger.Info("retention deleted commitlog segments", "count", deleted, "minOffset", minOffset, "forcibly", forcibly)
 	if err := s.cleanDerived(minOffset); err != nil {
 		return s.failClosed(fmt.Errorf("retention: %w", err))
@@ -67,16 +71,14 @@ func (s *Store) cleanDerived(minOffset int64) error {
 }
 
 // diskUsedPercent is the used share of the file system holding the store;
-// 0 when it cannot be known (an in-memory file system).
+// 0 when it cannot be known (vfs.ErrNoSpaceInfo: an in-memory file system
+// without a capacity).
 func (s *Store) diskUsedPercent() int {
-	var st unix.Statfs_t
-	if err := unix.Statfs(s.cfg.Dir, &st); err != nil || st.Blocks == 0 {
+	sp, err := s.fs.Space(s.cfg.Dir)
+	if err != nil {
 		return 0
 	}
-	if _, ok := s.fs.(interface{ OpCount() int }); ok {
-		return 0 // vfs.MemFS: the host's disk says nothing about it
-	}
-	return usedPercent(st.Blocks, st.Bfree, st.Bavail)
+	return usedPercent(sp.Total, sp.Free, sp.Avail)
 }
 
 // usedPercent is df's Use% and RocketMQ's getDiskPartitionSpaceUsedPercent:

@@ -10,21 +10,46 @@ import (
 
 // Config of a store. DefaultConfig gives RocketMQ's defaults. Every replica
 // of a cluster must run with the same CommitLogFileSize, AutoCreateTopics,
-// DefaultQueues and MaxQueues: they decide bytes and offsets.
+// DefaultQueues, MaxQueues and MaxTotalQueues: they decide bytes, offsets
+// and which topics exist.
+//
+// The node reads the fields from the [store] table of its TOML file, each
+// under its field name (CommitLogFileSize = 67108864); Validate names the
+// key of the first bad value.
 type Config struct {
 	Dir                  string // <data>/store
-	CommitLogFileSize    int64  // 1 GiB
-	ConsumeQueueFileSize int64  // 6,000,000 (300,000 units)
-	IndexMaxHashSlots    int    // 5,000,000
-	IndexMaxIndexes      int    // 20,000,000
-	MaxMessageSize       int    // 4 MiB body
-	AutoCreateTopics     bool   // a message to an unknown topic creates it with DefaultQueues
-	DefaultQueues        int32  // 8
-	MaxQueues            int32  // 1024
-	FlushInterval        time.Duration
-	CleanInterval        time.Duration
-	PreTouch             bool // allocator pre-touches the next segments
-	UseAllocator         bool
+	CommitLogFileSize    int64  // 1 GiB: the size of every commitlog segment, preallocated whole
+	ConsumeQueueFileSize int64  // 6,000,000 (300,000 units of 20 bytes) per consume-queue file
+	// PreallocateSegments is how many commitlog segments the allocator
+	// prepares (creates, preallocates, maps, and with PreTouch faults in)
+	// ahead of the one being written: 1 (RocketMQ's "next-next" file), 0
+	// for none (a roll then creates its segment inline, not pre-touched), at most
+	// MaxPreallocateSegments. Ignored without UseAllocator.
+	PreallocateSegments int
+	IndexMaxHashSlots   int   // 5,000,000
+	IndexMaxIndexes     int   // 20,000,000
+	MaxMessageSize      int   // 4 MiB body
+	AutoCreateTopics    bool  // a message to an unknown topic creates it with DefaultQueues
+	DefaultQueues       int32 // 8
+	MaxQueues           int32 // 1024 per topic
+	// MaxTotalQueues bounds the queues of all topics together (32,768):
+	// every queue maps at least one consume-queue file, and the kernel
+	// allows a process about 65,000 mappings (vm.max_map_count), so a
+	// stream of auto-created topics would otherwise end in failed mmaps on
+	// every replica at once. Creating or growing past it is refused
+	// (ErrQueueLimit).
+	MaxTotalQueues int
+	FlushInterval  time.Duration // commitlog, consume queues and checkpoint: 1 s
+	// IndexFlushInterval is how often the periodic flush msyncs the index
+	// too (10 s; Flush and Close always do). Every message updates a
+	// random hash slot, so a 1 s flush rewrote up to the whole 20 MB slot
+	// table each second; between index flushes the checkpoint keeps the
+	// index state of the last one, and recovery after a crash re-indexes
+	// the entries since (at most this long's worth).
+	IndexFlushInterval time.Duration
+	CleanInterval      time.Duration
+	PreTouch           bool // allocator pre-touches the next segments
+	UseAllocator       bool
 	// Retention (RocketMQ defaults): 72 h, 75 %, 85 %, 90 %.
 	FileReservedTime      time.Duration
 	DiskMaxUsedSpaceRatio int
@@ -44,13 +69,16 @@ func DefaultConfig(dir string) Config {
 		Dir:                   dir,
 		CommitLogFileSize:     1 << 30,
 		ConsumeQueueFileSize:  6_000_000,
+		PreallocateSegments:   1,
 		IndexMaxHashSlots:     5_000_000,
 		IndexMaxIndexes:       20_000_000,
 		MaxMessageSize:        4 << 20,
 		AutoCreateTopics:      true,
 		DefaultQueues:         8,
 		MaxQueues:             1024,
+		MaxTotalQueues:        32_768,
 		FlushInterval:         time.Second,
+		IndexFlushInterval:    10 * time.Second,
 		CleanInterval:         10 * time.Second,
 		PreTouch:              true,
 		UseAllocator:          true,
@@ -63,7 +91,16 @@ func DefaultConfig(dir string) Config {
 	}
 }
 
-// Validate checks ranges and relations between fields.
+// Bounds of the size settings (Validate).
+const (
+	MaxCommitLogFileSize    = 1 << 40       // 1 TiB: a segment is mapped whole
+	MaxConsumeQueueFileSize = 20 * 50000000 // 50M units: a file is mapped whole
+	MaxPreallocateSegments  = 8
+)
+
+// Validate checks ranges and relations between fields; an error names the
+// field (the key under [store] in the node's TOML file), its value and
+// what it must be.
 func (c Config) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
@@ -71,10 +108,12 @@ func (c Config) Validate() error {
 	switch {
 	case c.Dir == "":
 		return bad("Dir is empty")
-	case c.CommitLogFileSize < 8<<10 || c.CommitLogFileSize%4096 != 0:
-		return bad("CommitLogFileSize %d must be a multiple of 4096 and at least 8 KiB", c.CommitLogFileSize)
-	case c.ConsumeQueueFileSize <= 0 || c.ConsumeQueueFileSize%20 != 0:
-		return bad("ConsumeQueueFileSize %d must be a positive multiple of 20", c.ConsumeQueueFileSize)
+	case c.CommitLogFileSize < 8<<10 || c.CommitLogFileSize%4096 != 0 || c.CommitLogFileSize > MaxCommitLogFileSize:
+		return bad("CommitLogFileSize = %d: the commitlog segment size must be a multiple of 4096 from 8 KiB to 1 TiB (default 1073741824, 1 GiB)", c.CommitLogFileSize)
+	case c.ConsumeQueueFileSize <= 0 || c.ConsumeQueueFileSize%20 != 0 || c.ConsumeQueueFileSize > MaxConsumeQueueFileSize:
+		return bad("ConsumeQueueFileSize = %d: the consume-queue file size must be a positive multiple of 20 (one unit) up to %d (default 6000000, 300,000 units)", c.ConsumeQueueFileSize, int64(MaxConsumeQueueFileSize))
+	case c.PreallocateSegments < 0 || c.PreallocateSegments > MaxPreallocateSegments:
+		return bad("PreallocateSegments = %d: the commitlog segments prepared ahead must be from 0 (none) to %d (default 1)", c.PreallocateSegments, MaxPreallocateSegments)
 	case c.IndexMaxHashSlots <= 0 || c.IndexMaxIndexes <= 1:
 		return bad("IndexMaxHashSlots %d and IndexMaxIndexes %d must be positive", c.IndexMaxHashSlots, c.IndexMaxIndexes)
 	case c.MaxMessageSize <= 0 || c.MaxMessageSize > 4<<20:
@@ -83,8 +122,10 @@ func (c Config) Validate() error {
 		return bad("CommitLogFileSize %d is too small for MaxMessageSize %d", c.CommitLogFileSize, c.MaxMessageSize)
 	case c.DefaultQueues <= 0 || c.MaxQueues < c.DefaultQueues:
 		return bad("DefaultQueues %d must be positive and at most MaxQueues %d", c.DefaultQueues, c.MaxQueues)
-	case c.FlushInterval <= 0 || c.CleanInterval <= 0:
-		return bad("FlushInterval and CleanInterval must be positive")
+	case c.MaxTotalQueues < int(c.MaxQueues):
+		return bad("MaxTotalQueues = %d: the queues of all topics together must be at least MaxQueues (%d) (default 32768)", c.MaxTotalQueues, c.MaxQueues)
+	case c.FlushInterval <= 0 || c.CleanInterval <= 0 || c.IndexFlushInterval <= 0:
+		return bad("FlushInterval, IndexFlushInterval and CleanInterval must be positive")
 	case c.DiskMaxUsedSpaceRatio <= 0 || c.DiskMaxUsedSpaceRatio > 100 || c.CleanForciblyRatio > 100 || c.DiskWarningRatio > 100:
 		return bad("disk ratios must be percentages")
 	case c.Now == nil || c.Logger == nil:

@@ -2,6 +2,54 @@ package store
 
 import "errors"
 
+// ErrorKind classifies an error of the store for its callers: the FSM (a
+// refusal is the same on every replica that applies the same entry;
+// anything else is local to this node, so the node stops) and the API (the
+// status code a client gets). KindOf is its one definition.
+type ErrorKind int
+
+const (
+	// KindLocal: not one of the store's refusals of a request — an I/O
+	// failure, a closed or failed-closed store, a bug. Another replica
+	// applying the same entry may well succeed.
+	KindLocal ErrorKind = iota
+	// KindBadInput: the request is malformed or out of range.
+	KindBadInput
+	// KindNotFound: no such topic, message or offset.
+	KindNotFound
+	// KindExists: what the request creates exists already.
+	KindExists
+	// KindLimit: the request would pass a configured limit of the store.
+	KindLimit
+)
+
+// kinds lists the store's refusals; every other error is KindLocal.
+var kinds = []struct {
+	err  error
+	kind ErrorKind
+}{
+	{ErrBadTopic, KindBadInput}, {ErrBadQueue, KindBadInput}, {ErrMessageTooLarge, KindBadInput},
+	{ErrPropsTooLarge, KindBadInput}, {ErrBadOffset, KindBadInput}, {ErrBadCommand, KindBadInput},
+	{ErrBadMessage, KindBadInput},
+	{ErrNoSuchTopic, KindNotFound}, {ErrNotFound, KindNotFound},
+	{ErrTopicExists, KindExists},
+	{ErrQueueLimit, KindLimit},
+}
+
+// KindOf classifies err (wrapped or not).
+func KindOf(err error) ErrorKind {
+	for _, k := range kinds {
+		if errors.Is(err, k.err) {
+			return k.kind
+		}
+	}
+	return KindLocal
+}
+
+// Deterministic reports whether err is a refusal every replica applying the
+// same entry to the same state makes too (any kind but KindLocal).
+func Deterministic(err error) bool { return err != nil && KindOf(err) != KindLocal }
+
 var (
 	ErrClosed          = errors.New("store: closed")
 	ErrAlreadyApplied  = errors.New("store: raft index already applied")
@@ -15,6 +63,8 @@ var (
 	ErrTopicExists     = errors.New("store: topic exists")
 	ErrBadConfig       = errors.New("store: bad config")
 	ErrBadCommand      = errors.New("store: malformed command")
+	ErrBadMessage      = errors.New("store: malformed message")
+	ErrQueueLimit      = errors.New("store: the queues of all topics would exceed MaxTotalQueues")
 	// ErrFailedClosed: a sync (msync, fsync, checkpoint write) or a write
 	// of an entry failed. What the failed operation covered may or may not
 	// be on disk (Linux drops the dirty pages of a failed fsync, and a

@@ -20,7 +20,8 @@ func (s *Store) serviceLoop() {
 		case <-s.stop:
 			return
 		case <-flushTick.C:
-			_ = s.flush() // a failure fails the store closed and is logged there
+			_ = s.flushPeriodic() // a failure fails the store closed and is logged there
+			s.counters.diskUsedPercent.Store(int32(s.diskUsedPercent()))
 		case <-cleanTick.C:
 			if err := s.clean(); err != nil {
 				s.logger.Error("retention failed", "error", err)
@@ -46,17 +47,38 @@ func (s *Store) FlushTo(offset int64) error {
 	return s.Flush()
 }
 
-// flushMu serialises whole flushes (service loop, Flush, Close).
+// flush makes everything durable, the index included (Flush, Close,
+// recovery, retention). flushMu serialises whole flushes.
 func (s *Store) flush() error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
+	return s.flushLocked(true)
+}
+
+// flushPeriodic is the service loop's flush: the index only every
+// IndexFlushInterval.
+func (s *Store) flushPeriodic() error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	return s.flushLocked(!s.ckptWritten || time.Since(s.idxFlushedAt) >= s.cfg.IndexFlushInterval)
+}
+
+// flushLocked flushes the commitlog, the consume queues and, with
+// withIndex, the index, then writes the checkpoint. Without withIndex the
+// checkpoint carries the index state of the last index flush (idxDurable),
+// which recovery re-indexes from. flushMu is held.
+func (s *Store) flushLocked(withIndex bool) error {
 	if err := s.failed(); err != nil {
 		return err
 	}
 	started := time.Now()
 	ckpt, segs := s.captureCheckpoint()
-	if ckpt.ConfirmOffset == s.ckptOffset.Load() && s.flushedOffset.Load() >= ckpt.ConfirmOffset && s.ckptWritten {
+	upToDate := ckpt.ConfirmOffset == s.ckptOffset.Load() && s.flushedOffset.Load() >= ckpt.ConfirmOffset && s.ckptWritten
+	if upToDate && (!withIndex || s.idxDurable.ConfirmOffset == ckpt.ConfirmOffset) {
 		return nil
+	}
+	if !withIndex {
+		ckpt.Index = s.idxDurable
 	}
 	// 1. commitlog up to confirm, outside writeMu: those bytes never change.
 	if err := s.flushCommitLog(segs, ckpt.ConfirmOffset); err != nil {
@@ -66,7 +88,7 @@ func (s *Store) flush() error {
 	// cuts what lies above the checkpoint.
 	s.writeMu.Lock()
 	err := s.cqs.Flush()
-	if err == nil {
+	if err == nil && withIndex {
 		err = s.idx.Flush()
 	}
 	s.writeMu.Unlock()
@@ -79,6 +101,9 @@ func (s *Store) flush() error {
 	}
 	s.ckptOffset.Store(ckpt.ConfirmOffset)
 	s.ckptWritten = true
+	if withIndex {
+		s.idxDurable, s.idxFlushedAt = ckpt.Index, started
+	}
 	s.counters.flushes.Add(1)
 	s.counters.lastFlushNanos.Store(int64(time.Since(started)))
 	return nil
@@ -97,7 +122,8 @@ func (s *Store) captureCheckpoint() (recovery.Checkpoint, []segmentRange) {
 	c := recovery.Checkpoint{
 		StoreTimestamp: a.StoreTimestamp, ConfirmOffset: a.End, AppliedIndex: a.RaftIndex, AppliedTerm: a.Term,
 		LastEntryOffset: a.Offset, MinOffset: s.log.MinOffset(), Meta: metaBytes,
-		Index: recovery.IndexState{File: st.File, IndexCount: st.IndexCount, SlotCount: st.SlotCount, EndPhyOffset: st.EndPhyOffset, EndTimestamp: st.EndTimestamp},
+		Index: recovery.IndexState{File: st.File, IndexCount: st.IndexCount, SlotCount: st.SlotCount, EndPhyOffset: st.EndPhyOffset,
+			EndTimestamp: st.EndTimestamp, ConfirmOffset: a.End},
 	}
 	if c.MinOffset > c.ConfirmOffset {
 		c.MinOffset = c.ConfirmOffset

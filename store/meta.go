@@ -237,3 +237,12 @@ func (d *decoder) count() int {
 	}
 	return n
 }
+
+// totalQueues is the queue count of all topics together (MaxTotalQueues).
+func (m *meta) totalQueues() int {
+	n := 0
+	for _, t := range m.topics {
+		n += int(t.Queues)
+	}
+	return n
+}

@@ -19,6 +19,9 @@ type replayScope struct {
 	dispatchOnly bool
 	// queues, if not nil, restricts dispatch to these queues.
 	queues map[queueKey]bool
+	// indexOnly (with dispatchOnly): the index alone, every record as the
+	// apply path indexed it, whether or not its topic still exists.
+	indexOnly bool
 }
 
 func (r replayScope) wants(k queueKey) bool { return r.queues == nil || r.queues[k] }
@@ -283,6 +286,12 @@ func (r *replayer) command(e *commitlog.Entry) error {
 }
 
 func (r *replayer) record(rec *preparedRecord, storeTs int64, hashes []int32) error {
+	if r.only.indexOnly {
+		if len(hashes) == 0 {
+			return nil
+		}
+		return r.s.idx.PutMessageHashes(hashes, rec.off, storeTs)
+	}
 	t := r.topic(rec.topic)
 	if t.skip {
 		return nil
@@ -462,5 +471,10 @@ func (s *Store) repairLaggingQueues(scanFrom int64) error {
 		return nil
 	}
 	s.logger.Warn("rebuilding lagging consume queues from the commitlog", "queues", len(lagging), "from", s.log.MinOffset())
+	for k := range lagging {
+		if q := s.cqs.Get(k.topic, k.queue); q != nil {
+			q.Unflush() // see rebuildIfMarked
+		}
+	}
 	return s.redispatch(s.log.MinOffset(), scanFrom, replayScope{dispatchOnly: true, queues: lagging})
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/raftmq/raftmq/index"
 	"github.com/raftmq/raftmq/mmap"
 	"github.com/raftmq/raftmq/recovery"
 	"github.com/raftmq/raftmq/vfs"
@@ -65,14 +66,21 @@ func InstallSnapshot(fsys vfs.FS, cfg Config, snap Snapshot, next func() (start 
 	if err := stageSegments(fsys, cfg, staging, snap, next); err != nil {
 		return err
 	}
+	// The segments are synced; their names must be too, or a power loss
+	// after the swap leaves the checkpoint without its commitlog.
+	if err := fsys.SyncDir(filepath.Join(staging, commitLogDir)); err != nil {
+		return err
+	}
+	// The marker before the checkpoint: writing the checkpoint syncs the
+	// staging directory, which makes the marker's name durable too.
+	if err := writeMarker(fsys, staging); err != nil {
+		return err
+	}
 	ckpt := recovery.Checkpoint{
 		StoreTimestamp: snap.StoreTimestamp, ConfirmOffset: snap.ConfirmOffset, AppliedIndex: snap.AppliedIndex,
 		AppliedTerm: snap.AppliedTerm, LastEntryOffset: snap.LastEntryOffset, MinOffset: snap.MinOffset, Meta: snap.Meta,
 	}
 	if err := recovery.WriteCheckpoint(fsys, staging, &ckpt); err != nil {
-		return err
-	}
-	if err := writeMarker(fsys, staging); err != nil {
 		return err
 	}
 	return swapDirs(fsys, cfg.Dir, staging)
@@ -170,5 +178,15 @@ func (s *Store) rebuildIfMarked(scanFrom int64) (bool, error) {
 		return false, nil
 	}
 	s.logger.Info("rebuilding consume queues and index after a snapshot install", "from", s.log.MinOffset(), "to", scanFrom)
+	// A rebuild cut short (kill -9) left units that were never synced;
+	// Open took them for flushed, and the redispatch skips them.
+	for _, q := range s.cqs.Queues() {
+		q.Unflush()
+	}
+	// Its index files too, and without an abort file (the install wrote
+	// none) Open trusted them: start the index over.
+	if err := s.idx.RecoverTo(index.State{}); err != nil {
+		return true, fmt.Errorf("store: reset the index for the rebuild: %w", err)
+	}
 	return true, s.redispatch(s.log.MinOffset(), scanFrom, replayScope{dispatchOnly: true})
 }

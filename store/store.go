@@ -68,8 +68,13 @@ type Store struct {
 	notify  *notifier
 	scratch appendScratch // AppendMessages' working memory (writeMu)
 
-	flushMu          sync.Mutex   // one flush at a time
-	ckptWritten      bool         // a checkpoint was written by this process (flushMu)
+	flushMu     sync.Mutex // one flush at a time
+	ckptWritten bool       // a checkpoint was written by this process (flushMu)
+	// idxDurable is the index state of the last index flush and
+	// idxFlushedAt its time (flushMu): a checkpoint written without an
+	// index flush carries idxDurable.
+	idxDurable       recovery.IndexState
+	idxFlushedAt     time.Time
 	flushedOffset    atomic.Int64 // commitlog durable up to here
 	ckptOffset       atomic.Int64 // confirmOffset of the last checkpoint written
 	closed           atomic.Bool
@@ -87,6 +92,7 @@ type Store struct {
 type counters struct {
 	messages, bytes, entries, flushes, segmentsDeleted atomic.Uint64
 	lastFlushNanos                                     atomic.Int64
+	diskUsedPercent                                    atomic.Int32 // as of the last service tick
 }
 
 // Open recovers the store in cfg.Dir (creating it if needed) and starts its
@@ -107,6 +113,7 @@ func Open(fsys vfs.FS, cfg Config) (*Store, error) {
 		s.closeFiles()
 		return nil, err
 	}
+	s.counters.diskUsedPercent.Store(int32(s.diskUsedPercent()))
 	s.wg.Add(1)
 	go func() {
 		s.checkpointRecovered()
@@ -161,6 +168,7 @@ func (s *Store) checkpointRecovered() {
 	}
 	s.ckptOffset.Store(rc.ckpt.ConfirmOffset)
 	s.ckptWritten = true
+	s.idxDurable, s.idxFlushedAt = rc.ckpt.Index, started
 	s.counters.flushes.Add(1)
 	s.counters.lastFlushNanos.Store(int64(time.Since(started)))
 	s.logger.Debug("checkpoint after recovery", "took", time.Since(started))
@@ -209,12 +217,14 @@ func (s *Store) open() error {
 
 func (s *Store) openFiles() error {
 	var err error
-	if s.cfg.UseAllocator {
+	if s.cfg.UseAllocator && s.cfg.PreallocateSegments > 0 {
 		s.alloc = mmap.NewAllocator(s.fs, mmap.AllocatorOptions{PreTouch: s.cfg.PreTouch, Logger: s.logger.Named("allocator")})
 	}
 	s.log, err = commitlog.Open(s.fs, commitlog.Config{
 		Dir: filepath.Join(s.cfg.Dir, commitLogDir), FileSize: s.cfg.CommitLogFileSize,
-		Allocator: s.alloc, PreTouch: s.cfg.PreTouch, Logger: s.logger.Named("commitlog"),
+		Allocator: s.alloc, Preallocate: s.cfg.PreallocateSegments,
+		PreTouch: s.cfg.PreTouch && s.cfg.PreallocateSegments > 0, // with none ahead, no roll waits for a pre-touch
+		Logger:   s.logger.Named("commitlog"),
 	})
 	if err != nil {
 		return err
@@ -251,6 +261,11 @@ func (s *Store) apply(p *recovery.Plan) error {
 	rebuilt, err := s.rebuildIfMarked(p.ScanFrom)
 	if err != nil {
 		return err
+	}
+	if !rebuilt {
+		if err := s.reindexToCheckpoint(p); err != nil {
+			return err
+		}
 	}
 	if err := s.repairLaggingQueues(p.ScanFrom); err != nil {
 		return err
@@ -347,6 +362,22 @@ func (s *Store) recoverIndex(p *recovery.Plan) error {
 	return s.idx.TruncateAbove(p.ScanFrom)
 }
 
+// reindexToCheckpoint re-indexes the entries between the checkpoint's
+// index state and its confirm offset: the periodic flush msyncs the index
+// only every IndexFlushInterval, so after a crash the durable index may
+// cover less than the commitlog (re-indexing is idempotent).
+func (s *Store) reindexToCheckpoint(p *recovery.Plan) error {
+	if !p.HasCheckpoint {
+		return nil
+	}
+	from := max(p.Checkpoint.Index.ConfirmOffset, s.log.MinOffset())
+	if from >= p.ScanFrom {
+		return nil
+	}
+	s.logger.Info("re-indexing below the checkpoint", "from", from, "to", p.ScanFrom)
+	return s.redispatch(from, p.ScanFrom, replayScope{dispatchOnly: true, indexOnly: true})
+}
+
 func indexState(c recovery.IndexState) index.State {
 	return index.State{File: c.File, IndexCount: c.IndexCount, SlotCount: c.SlotCount, EndPhyOffset: c.EndPhyOffset, EndTimestamp: c.EndTimestamp}
 }
@@ -417,6 +448,11 @@ func (s *Store) ConfirmOffset() int64 {
 	defer s.mu.RUnlock()
 	return s.applied.End
 }
+
+// DiskUsedPercent is the used share of the file system holding the store
+// (df's Use%), as of the last flush tick, at most FlushInterval old; 0 when
+// the file system cannot tell (vfs.ErrNoSpaceInfo).
+func (s *Store) DiskUsedPercent() int { return int(s.counters.diskUsedPercent.Load()) }
 
 // RecoveryPlan is what the last Open decided (tests and diagnostics).
 func (s *Store) RecoveryPlan() recovery.Plan { return s.plan }

@@ -34,6 +34,8 @@ func (s *Store) UpdateTopic(h EntryHeader, t TopicConfig) error {
 			return fmt.Errorf("%w: %q", ErrNoSuchTopic, t.Name)
 		case t.Queues != 0 && t.Queues < cur.Queues:
 			return fmt.Errorf("%w: %q has %d queues, cannot shrink to %d", ErrBadQueue, t.Name, cur.Queues, t.Queues)
+		case t.Queues > cur.Queues && s.meta.totalQueues()+int(t.Queues-cur.Queues) > s.cfg.MaxTotalQueues:
+			return fmt.Errorf("%w (%d): growing %q from %d to %d queues", ErrQueueLimit, s.cfg.MaxTotalQueues, t.Name, cur.Queues, t.Queues)
 		}
 		return nil
 	})

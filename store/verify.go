@@ -556,6 +556,8 @@ func (r readOnlyFS) Stat(name string) (os.FileInfo, error) {
 	return r.fs.Stat(name)
 }
 
+func (r readOnlyFS) Space(path string) (vfs.Space, error) { return r.fs.Space(path) }
+
 func (r readOnlyFS) Open(name string) (vfs.File, error) {
 	f, err := r.fs.Open(name)
 	if err != nil {

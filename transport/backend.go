@@ -25,6 +25,11 @@ var (
 	// after a backoff. The server answers codes.ResourceExhausted with the
 	// ErrorInfo reason ReasonOverloaded.
 	ErrOverloaded = errors.New("transport: leader overloaded")
+	// ErrDiskFull: the leader's disk is at or above [store]
+	// DiskWarningRatio; the send was refused before anything was proposed
+	// (RESOURCE_EXHAUSTED; not retried: space comes back only when
+	// retention or a topic delete frees it).
+	ErrDiskFull = errors.New("transport: disk full")
 )
 
 // Backend is what the node exposes to the client-facing server.
@@ -41,8 +46,8 @@ type Backend interface {
 	Remove(ctx context.Context, id string) error
 	Transfer(ctx context.Context, id string) error // "" = any
 
-	// Store serves reads from the local (committed) store.
-	Store() *store.Store
+	// Reader serves reads from the local (committed) store.
+	Reader() store.Reader
 	// Status is a point-in-time view of this node and the cluster.
 	Status() ClusterStatus
 }

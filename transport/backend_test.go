@@ -66,10 +66,19 @@ func (b *recBackend) Join(ctx context.Context, id, raftAddr, apiAddr string) err
 }
 func (b *recBackend) Remove(ctx context.Context, id string) error   { return b.record("Remove") }
 func (b *recBackend) Transfer(ctx context.Context, id string) error { return b.record("Transfer") }
-func (b *recBackend) Store() *store.Store {
-	_ = b.record("Store")
+func (b *recBackend) Reader() store.Reader {
+	_ = b.record("Reader")
 	return nil
 }
+
+// SetStatus replaces the status under the lock: the server's health loop
+// reads it concurrently.
+func (b *recBackend) SetStatus(s ClusterStatus) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.status = s
+}
+
 func (b *recBackend) Status() ClusterStatus {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -4,7 +4,12 @@
 // Backend, the narrow interface the node implements: writes (Send,
 // CommitOffsets, topic and membership changes) go through Raft on the
 // leader; reads (Pull, queries, offsets, topic descriptions) are answered
-// from the node's local store, which holds committed data only.
+// from the node's local store, which holds committed data only. Reads of
+// consumer-group offsets (QueryOffset, ListGroups, DescribeGroup) are leader
+// reads: only a node that verified its leadership (LeaderReader) answers,
+// others forward, so they never read back older than an acknowledged
+// commit. Resetting a group is a CommitOffset: a commit may move an offset
+// backwards.
 //
 // Validation. Every request is checked field by field before the backend is
 // touched (topic names, queue ids, offsets, batch and body sizes, property
@@ -28,6 +33,14 @@
 // Long poll. Pull at a queue's next offset (status OFFSET_OVERFLOW_ONE) with
 // max_wait_ms > 0 waits in store.WaitMessage for at most that long (and the
 // request's deadline) and then reads again.
+//
+// Sizes. The server receives requests of up to MaxRequestBytes (64 MiB)
+// and sends answers of up to MaxResponseBytes (65 MiB: the largest Pull
+// answer, MaxPullBytes, with its framing); the Go client and the forward to
+// the leader use the same limits. A Pull
+// returns at most max_bytes of records but always at least one message, so
+// a 4 MiB body is returned whatever max_bytes is; a query by key returns at
+// most MaxQueryBytes of messages, and at least one.
 //
 // The server registers gRPC reflection and the standard health service,
 // which reports SERVING while the backend knows a leader.

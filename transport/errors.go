@@ -37,17 +37,22 @@ func toStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	switch {
-	case errors.Is(err, store.ErrBadTopic), errors.Is(err, store.ErrBadQueue),
-		errors.Is(err, store.ErrMessageTooLarge), errors.Is(err, store.ErrPropsTooLarge),
-		errors.Is(err, store.ErrBadOffset), errors.Is(err, store.ErrBadCommand):
+	switch store.KindOf(err) {
+	case store.KindBadInput:
 		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, store.ErrNoSuchTopic), errors.Is(err, store.ErrNotFound):
+	case store.KindNotFound:
 		return status.Error(codes.NotFound, err.Error())
-	case errors.Is(err, store.ErrTopicExists):
+	case store.KindExists:
 		return status.Error(codes.AlreadyExists, err.Error())
+	case store.KindLimit:
+		return status.Error(codes.ResourceExhausted, err.Error())
+	case store.KindLocal:
+	}
+	switch {
 	case errors.Is(err, ErrOutcomeUnknown):
 		return status.Error(codes.Unknown, outcomeUnknownMsg+": "+err.Error())
+	case errors.Is(err, ErrDiskFull):
+		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, ErrOverloaded):
 		return withReason(status.New(codes.ResourceExhausted, err.Error()), ReasonOverloaded, "")
 	case errors.Is(err, ErrNotLeader):
@@ -111,9 +116,9 @@ func RetryReason(err error) (reason, leader string) {
 }
 
 // NotSent reports whether err proves the request never reached a server
-// handler: a retry-safe raftmq error, or a gRPC connection failure raised
-// while dialing (grpc-go's wording "while dialing" / "connection refused" for
-// an RPC that was never put on the wire).
+// handler: a retry-safe raftmq error, or a gRPC failure to set up the
+// connection (notSentPhrases), such as a refused dial or a listener that
+// accepted and then died before the HTTP/2 preface (a node being killed).
 func NotSent(err error) bool {
 	if r, _ := RetryReason(err); r != "" {
 		return true
@@ -123,8 +128,21 @@ func NotSent(err error) bool {
 		return false
 	}
 	m := st.Message()
-	return strings.Contains(m, "while dialing") || strings.Contains(m, "connection refused") ||
-		strings.Contains(m, "produced zero addresses")
+	for _, phrase := range notSentPhrases {
+		if strings.Contains(m, phrase) {
+			return true
+		}
+	}
+	return false
+}
+
+// notSentPhrases are grpc-go's words for failures while a connection is
+// set up (dialing, the HTTP/2 prefaces and first settings frames). grpc-go
+// gives a connection RPCs only once that is done, so an RPC failing with
+// one of them was never sent.
+var notSentPhrases = []string{
+	"while dialing", "connection refused", "produced zero addresses",
+	"client preface", "server preface", "initial settings frame", "not a settings frame",
 }
 
 func invalid(format string, args ...any) error {

@@ -25,10 +25,15 @@ type forwarder struct {
 	conns    map[string]*grpc.ClientConn
 }
 
+// newForwarder dials leaders with opts (default insecure), and with the
+// server's own message limits (MaxRequestBytes, MaxResponseBytes), so that
+// any request the follower accepted fits the hop to the leader.
 func newForwarder(opts []grpc.DialOption) *forwarder {
 	if len(opts) == 0 {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
+	limits := grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxResponseBytes), grpc.MaxCallSendMsgSize(MaxRequestBytes))
+	opts = append([]grpc.DialOption{limits}, opts...)
 	return &forwarder{dialOpts: opts, conns: map[string]*grpc.ClientConn{}}
 }
 

@@ -74,8 +74,8 @@ func TestForwardOneHopOnly(t *testing.T) {
 	b := &recBackend{err: ErrNotLeader}
 	aAddr, ac, _ := startServer(t, a)
 	bAddr, _, _ := startServer(t, b)
-	a.status = ClusterStatus{ID: "a", LeaderID: "b", LeaderAPIAddr: bAddr}
-	b.status = ClusterStatus{ID: "b", LeaderID: "a", LeaderAPIAddr: aAddr}
+	a.SetStatus(ClusterStatus{ID: "a", LeaderID: "b", LeaderAPIAddr: bAddr})
+	b.SetStatus(ClusterStatus{ID: "b", LeaderID: "a", LeaderAPIAddr: aAddr})
 
 	_, err := sendOne(testCtx(t), ac)
 	if status.Code(err) != codes.Unavailable {
@@ -149,9 +149,7 @@ func TestHealthFollowsLeader(t *testing.T) {
 	hc := healthClient(t, lisAddr)
 	ctx := testCtx(t)
 	waitHealth(t, ctx, hc, healthpb.HealthCheckResponse_NOT_SERVING)
-	b.mu.Lock()
-	b.status = ClusterStatus{ID: "n1", LeaderID: "n1"}
-	b.mu.Unlock()
+	b.SetStatus(ClusterStatus{ID: "n1", LeaderID: "n1"})
 	waitHealth(t, ctx, hc, healthpb.HealthCheckResponse_SERVING)
 }
 

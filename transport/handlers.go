@@ -64,7 +64,7 @@ func (s *Server) fillDefaults(ctx context.Context, req *pb.SendRequest) {
 // topic is not known locally: auto-creation makes it).
 func (s *Server) pickQueue(topic string) int32 {
 	n := s.rr.Add(1)
-	st := s.b.Store()
+	st := s.b.Reader()
 	if st == nil {
 		return 0
 	}
@@ -92,21 +92,23 @@ func (s *Server) Pull(ctx context.Context, req *pb.PullRequest) (*pb.PullRespons
 	if tag == "*" {
 		tag = ""
 	}
-	st := s.b.Store()
+	st := s.b.Reader()
 	get := func() (store.GetResult, error) {
 		return st.GetMessages(req.GetTopic(), req.GetQueueId(), req.GetOffset(), maxN, maxB, tag)
 	}
 	var records []byte
+	nrec := 0
 	if req.GetRecords() {
 		// Records are copied once, from the mapping into the answer's
 		// buffer, which returns to recordBufs once pullCodec has handed it
 		// to gRPC and the answer is written.
 		records = (*recordBufs.Get(min(maxB, maxPooledRecords)))[:0]
 		get = func() (store.GetResult, error) {
-			records = records[:0]
+			records, nrec = records[:0], 0
 			return st.ReadMessages(req.GetTopic(), req.GetQueueId(), req.GetOffset(), maxN, maxB, tag,
 				func(r *commitlog.Record) error {
 					records = AppendRecord(records, r)
+					nrec++
 					return nil
 				})
 		}
@@ -129,12 +131,13 @@ func (s *Server) Pull(ctx context.Context, req *pb.PullRequest) (*pb.PullRespons
 	} else if len(res.Messages) > 0 {
 		out.Messages = fromStoreMessages(res.Messages)
 	}
+	s.pulled.add(req.GetTopic(), nrec+len(res.Messages))
 	return out, nil
 }
 
 func (s *Server) longPoll(ctx context.Context, req *pb.PullRequest, get func() (store.GetResult, error)) (store.GetResult, error) {
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(req.GetMaxWaitMs())*time.Millisecond)
-	werr := s.b.Store().WaitMessage(wctx, req.GetTopic(), req.GetQueueId(), req.GetOffset())
+	werr := s.b.Reader().WaitMessage(wctx, req.GetTopic(), req.GetQueueId(), req.GetOffset())
 	cancel()
 	if err := ctx.Err(); err != nil {
 		return store.GetResult{}, err
@@ -158,11 +161,24 @@ func (s *Server) QueryByKey(ctx context.Context, req *pb.QueryByKeyRequest) (*pb
 	if end == 0 {
 		end = s.opts.Now().UnixMilli()
 	}
-	ms, err := s.b.Store().QueryByKey(req.GetTopic(), req.GetKey(), maxN, req.GetBeginTimestamp(), end)
+	ms, err := s.b.Reader().QueryByKey(req.GetTopic(), req.GetKey(), maxN, req.GetBeginTimestamp(), end)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, toStatus(err)
 	}
-	return &pb.QueryMessagesResponse{Messages: fromStoreMessages(ms)}, nil
+	return &pb.QueryMessagesResponse{Messages: fromStoreMessages(boundBytes(ms, MaxQueryBytes))}, nil
+}
+
+// boundBytes keeps the messages of ms, in order, whose bodies and
+// properties fit maxBytes, and at least the first.
+func boundBytes(ms []store.Message, maxBytes int) []store.Message {
+	n := 0
+	for i := range ms {
+		n += len(ms[i].Body) + len(ms[i].Properties)
+		if i > 0 && n > maxBytes {
+			return ms[:i]
+		}
+	}
+	return ms
 }
 
 // QueryByMsgID finds messages by UNIQ_KEY or by offset msg id, in one topic
@@ -176,7 +192,7 @@ func (s *Server) QueryByMsgID(ctx context.Context, req *pb.QueryByMsgIDRequest) 
 	if err := validName("msg id", req.GetMsgId(), MaxKeyLen); err != nil {
 		return nil, err
 	}
-	st := s.b.Store()
+	st := s.b.Reader()
 	seen := map[int64]bool{}
 	var out []*pb.StoredMessage
 	add := func(ms []store.Message) {
@@ -219,7 +235,7 @@ func (s *Server) QueryByOffset(ctx context.Context, req *pb.QueryByOffsetRequest
 	if err := validOffset("physical offset", req.GetPhysicalOffset()); err != nil {
 		return nil, err
 	}
-	m, err := s.b.Store().LookupByOffset(req.GetPhysicalOffset())
+	m, err := s.b.Reader().LookupByOffset(req.GetPhysicalOffset())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -257,7 +273,7 @@ func (s *Server) QueryOffset(ctx context.Context, req *pb.QueryOffsetRequest) (*
 			})
 		}
 	}
-	off, ok := s.b.Store().ConsumerOffset(req.GetGroup(), req.GetTopic(), req.GetQueueId())
+	off, ok := s.b.Reader().ConsumerOffset(req.GetGroup(), req.GetTopic(), req.GetQueueId())
 	return &pb.QueryOffsetResponse{Offset: off, Found: ok}, nil
 }
 
@@ -266,7 +282,7 @@ func (s *Server) QueueOffsets(ctx context.Context, req *pb.QueueOffsetsRequest) 
 	if err := validTopicQueue(req.GetTopic(), req.GetQueueId()); err != nil {
 		return nil, err
 	}
-	st := s.b.Store()
+	st := s.b.Reader()
 	lo, err := st.MinOffset(req.GetTopic(), req.GetQueueId())
 	if err != nil {
 		return nil, toStatus(err)
@@ -290,7 +306,7 @@ func (s *Server) OffsetByTime(ctx context.Context, req *pb.OffsetByTimeRequest) 
 	if b != pb.Boundary_BOUNDARY_LOWER && b != pb.Boundary_BOUNDARY_UPPER {
 		return nil, invalid("boundary %d is neither LOWER nor UPPER", b)
 	}
-	off, err := s.b.Store().OffsetByTime(req.GetTopic(), req.GetQueueId(), req.GetTimestamp(), b == pb.Boundary_BOUNDARY_UPPER)
+	off, err := s.b.Reader().OffsetByTime(req.GetTopic(), req.GetQueueId(), req.GetTimestamp(), b == pb.Boundary_BOUNDARY_UPPER)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -355,7 +371,7 @@ func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest
 	if err := ValidTopic(req.GetName()); err != nil {
 		return nil, err
 	}
-	st := s.b.Store()
+	st := s.b.Reader()
 	t, ok := st.Topic(req.GetName())
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "topic %q does not exist", req.GetName())
@@ -374,7 +390,7 @@ func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest
 
 // ListTopics lists topics by name.
 func (s *Server) ListTopics(ctx context.Context, req *pb.ListTopicsRequest) (*pb.ListTopicsResponse, error) {
-	ts := s.b.Store().Topics()
+	ts := s.b.Reader().Topics()
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	out := &pb.ListTopicsResponse{}
 	for _, t := range ts {

@@ -47,11 +47,33 @@ func TestQueryOffsetIsALeaderRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	local, addr := startStaleFollower(t, leader.Addr)
+	// The follower's own store holds an old commit; the leader a newer one.
+	if err := local.CreateTopic(ctx, store.TopicConfig{Name: "T", Queues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := local.CommitOffsets(ctx, []store.OffsetCommit{{Group: "g", Topic: "T", QueueID: 0, Offset: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	commit(lc, 9)
+	resp, err := dial(t, addr).QueryOffset(ctx, &pb.QueryOffsetRequest{Group: "g", Topic: "T", QueueId: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !resp.GetFound() || resp.GetOffset() != 9 {
+		t.Fatalf("query through the lagging node: offset %d found %v, want the leader's 9", resp.GetOffset(), resp.GetFound())
+	}
+}
+
+// startStaleFollower serves a node whose own store is separate from the
+// leader's and that is not the leader; it returns its store and address.
+func startStaleFollower(t *testing.T, leaderAddr string) (*transporttest.Local, string) {
+	t.Helper()
 	local, err := transporttest.OpenLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	follower := &staleFollower{Local: local, leaderAddr: leader.Addr}
+	follower := &staleFollower{Local: local, leaderAddr: leaderAddr}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -70,19 +92,5 @@ func TestQueryOffsetIsALeaderRead(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	// The follower's own store holds an old commit; the leader a newer one.
-	if err := local.CreateTopic(ctx, store.TopicConfig{Name: "T", Queues: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := local.CommitOffsets(ctx, []store.OffsetCommit{{Group: "g", Topic: "T", QueueID: 0, Offset: 5}}); err != nil {
-		t.Fatal(err)
-	}
-	commit(lc, 9)
-	resp, err := dial(t, lis.Addr().String()).QueryOffset(ctx, &pb.QueryOffsetRequest{Group: "g", Topic: "T", QueueId: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !resp.GetFound() || resp.GetOffset() != 9 {
-		t.Fatalf("query through the lagging node: offset %d found %v, want the leader's 9", resp.GetOffset(), resp.GetFound())
-	}
+	return local, lis.Addr().String()
 }

@@ -2,14 +2,16 @@ package transport
 
 import (
 	"bytes"
+	"strings"
 
+	"github.com/raftmq/raftmq/commitlog"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 )
 
 // Request limits. Every request is checked against them before the backend
 // is touched, so bad input changes nothing.
 const (
-	MaxTopicLen         = 127 // message layout v1 stores the length in a signed byte
+	MaxTopicLen         = commitlog.MaxTopicLen // message layout v1 stores the length in a signed byte
 	MaxGroupLen         = 255
 	MaxPropertiesLen    = 32767 // RocketMQ: Short.MAX_VALUE
 	MaxProperties       = 128
@@ -19,30 +21,34 @@ const (
 	DefaultPullMessages = 32
 	MaxPullBytes        = 64 << 20
 	DefaultPullBytes    = 4 << 20
-	MaxWaitMs           = 60_000
-	MaxQueryMessages    = 1024
-	DefaultQueryMax     = 64
-	MaxBatchMessages    = 4096
-	MaxKeyLen           = 1024
-	MaxIDLen            = 255
+	// MaxRequestBytes is the gRPC limit of a request: what the server
+	// receives (ServerOptions.MaxRecvMsgSize) and the Go client and the
+	// follower-to-leader forward send. A Send of 64 MiB fits; the Producer
+	// and the CLI cut their batches far below it.
+	MaxRequestBytes = 64 << 20
+	// MaxResponseBytes is the gRPC limit of an answer: what the server sends
+	// and the Go client and the forward receive. The largest Pull answer
+	// (MaxPullBytes of records) with its framing fits. A 4 MiB body always
+	// fits a Send, a Pull (which returns at least one message whatever its
+	// max_bytes) and a query.
+	MaxResponseBytes = MaxPullBytes + 1<<20
+	// MaxQueryBytes bounds the message bytes of one query answer (at least
+	// one message is returned): 1,024 messages of 4 MiB would not fit a
+	// gRPC message.
+	MaxQueryBytes    = 32 << 20
+	MaxWaitMs        = 60_000
+	MaxQueryMessages = 1024
+	DefaultQueryMax  = 64
+	MaxBatchMessages = 4096
+	MaxKeyLen        = 1024
+	MaxIDLen         = 255
 )
 
-// ValidTopic reports why name is not a legal topic, or nil. Allowed: 1..127
-// bytes of [A-Za-z0-9_%|-], RocketMQ's rule.
+// ValidTopic reports why name is not a legal topic, as InvalidArgument, or
+// nil: commitlog.ValidateTopic, RocketMQ's rule.
 func ValidTopic(name string) error {
-	if name == "" {
-		return invalid("topic is empty")
-	}
-	if len(name) > MaxTopicLen {
-		return invalid("topic %.20q... is %d bytes; the limit is %d", name, len(name), MaxTopicLen)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-			c == '_' || c == '-' || c == '%' || c == '|'
-		if !ok {
-			return invalid("topic %q: illegal character %q; use letters, digits, _ - %% |", name, c)
-		}
+	if err := commitlog.ValidateTopic(name); err != nil {
+		return invalid("%s", strings.TrimPrefix(err.Error(), commitlog.ErrBadTopic.Error()+": "))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"math/rand"
+	"path/filepath"
 	"sort"
 )
 
@@ -52,8 +53,11 @@ type CrashOptions struct {
 }
 
 // CrashClone returns a new MemFS as a power loss would leave this one, per
-// opts (see CrashMode). Directories and hard links are kept; the clone has
-// no crash armed and an op count of 0. The receiver is unchanged.
+// opts (see CrashMode). Under KeepUnsynced every directory entry is kept;
+// otherwise only the entries made durable by SyncDir (or MkdirAll) of their
+// directory, and below directories that are themselves durable. Hard links
+// are kept; the clone has no crash armed, all of it durable, and an op count
+// of 0. The receiver is unchanged.
 func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -91,8 +95,12 @@ func (m *MemFS) cloneLocked(opts CrashOptions) *MemFS {
 	}
 	c := NewMem()
 	done := make(map[*memNode]*memNode)
-	for _, p := range sortedKeys(m.nodes) {
-		n := m.nodes[p]
+	names := m.nodes
+	if opts.Mode != KeepUnsynced {
+		names = m.durableNamespace()
+	}
+	for _, p := range sortedKeys(names) {
+		n := names[p]
 		if cn, ok := done[n]; ok {
 			c.nodes[p] = cn
 			continue
@@ -105,7 +113,38 @@ func (m *MemFS) cloneLocked(opts CrashOptions) *MemFS {
 		done[n] = cn
 		c.nodes[p] = cn
 	}
+	for _, p := range append([]string{"/", "."}, sortedKeys(c.nodes)...) {
+		if c.isDir(p) {
+			c.syncDirLocked(p)
+		}
+	}
 	return c
+}
+
+// durableNamespace is every path reachable from the roots through durable
+// directory entries; m.mu is held.
+func (m *MemFS) durableNamespace() map[string]*memNode {
+	out := map[string]*memNode{}
+	onPath := map[*memNode]bool{} // durable entries of different times can loop
+	var walk func(dir string, entries map[string]*memNode)
+	walk = func(dir string, entries map[string]*memNode) {
+		for name, n := range entries {
+			if onPath[n] {
+				continue
+			}
+			p := filepath.Join(dir, name)
+			out[p] = n
+			if n.dir {
+				onPath[n] = true
+				walk(p, n.entries)
+				delete(onPath, n)
+			}
+		}
+	}
+	for root, entries := range m.rootEntries {
+		walk(root, entries)
+	}
+	return out
 }
 
 func sortedKeys(m map[string]*memNode) []string {

@@ -227,6 +227,10 @@ func (e *errorFS) SyncDir(dir string) error {
 	return e.fs.SyncDir(dir)
 }
 
+// Space is the wrapped file system's; it injects nothing (a full disk is
+// a capacity of the MemFS below, not an error of this call).
+func (e *errorFS) Space(path string) (Space, error) { return e.fs.Space(path) }
+
 type errorFile struct {
 	f   File
 	inj Injector

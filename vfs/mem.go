@@ -15,26 +15,33 @@ import (
 
 // MemFS is an in-memory FS, safe for concurrent use. Besides the current
 // content of each file it keeps the durable content (as of the last Sync)
-// and the writes and truncations made since, so CrashClone can build the
-// state a power loss would leave. Metadata operations (Create, Remove,
-// RemoveAll, Rename, Link, MkdirAll) are durable as soon as they return.
-// The roots "/" and "." always exist.
+// and the writes and truncations made since, and for each directory its
+// entries as of its last SyncDir, so CrashClone can build the state a power
+// loss would leave. As on a POSIX file system, Create, Remove, RemoveAll,
+// Rename and Link change a directory durably only once SyncDir of that
+// directory follows; MkdirAll is durable when it returns (as OS's, which
+// fsyncs the parents). The roots "/" and "." always exist.
 type MemFS struct {
 	mu    sync.Mutex
 	nodes map[string]*memNode // cleaned path → file or directory
+	// rootEntries are the durable entries of the roots "/" and ".".
+	rootEntries map[string]map[string]*memNode
 
 	ops       int // mutating operations run so far
 	crashAt   int // absolute op number that crashes; -1 when unarmed
 	crashOpts CrashOptions
 	crashed   *MemFS
+
+	capacity int64 // bytes Space reports as the total; 0: unknown
 }
 
 // memNode is a file or a directory; hard links share one node.
 type memNode struct {
 	dir     bool
-	data    []byte     // current content
-	durable []byte     // content as of the last Sync
-	pending []memWrite // unsynced writes and truncations, oldest first
+	entries map[string]*memNode // a directory's entries as of its last SyncDir
+	data    []byte              // current content
+	durable []byte              // content as of the last Sync
+	pending []memWrite          // unsynced writes and truncations, oldest first
 }
 
 // memWrite is one unsynced change: a write of data at off, or (trunc) a
@@ -48,7 +55,38 @@ type memWrite struct {
 
 // NewMem returns an empty in-memory file system.
 func NewMem() *MemFS {
-	return &MemFS{nodes: make(map[string]*memNode), crashAt: -1}
+	return &MemFS{nodes: make(map[string]*memNode), crashAt: -1,
+		rootEntries: map[string]map[string]*memNode{"/": {}, ".": {}}}
+}
+
+// SetCapacity makes Space report a file system of n bytes (0: unknown,
+// the default), of which the files' current contents use their size. Writes
+// are not refused past it: it is what the store's disk-usage rules read.
+func (m *MemFS) SetCapacity(n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.capacity = n
+}
+
+// Space reports the capacity set by SetCapacity, less the bytes the files
+// hold (a hard-linked file counts once); ErrNoSpaceInfo without one.
+func (m *MemFS) Space(string) (Space, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.capacity <= 0 {
+		return Space{}, ErrNoSpaceInfo
+	}
+	seen := make(map[*memNode]bool)
+	var used uint64
+	for _, n := range m.nodes {
+		if !n.dir && !seen[n] {
+			seen[n] = true
+			used += uint64(len(n.data))
+		}
+	}
+	total := uint64(m.capacity)
+	free := total - min(used, total)
+	return Space{Total: total, Free: free, Avail: free}, nil
 }
 
 // OpCount is the number of mutating operations run so far (WriteAt,
@@ -281,10 +319,25 @@ func (m *MemFS) MkdirAll(dir string, perm os.FileMode) error {
 		}
 		todo = append(todo, p)
 	}
-	for _, p := range todo {
-		m.nodes[p] = &memNode{dir: true}
+	for i := len(todo) - 1; i >= 0; i-- { // parents first
+		p := todo[i]
+		n := &memNode{dir: true, entries: map[string]*memNode{}}
+		m.nodes[p] = n
+		m.durableEntries(filepath.Dir(p))[filepath.Base(p)] = n
 	}
 	return nil
+}
+
+// durableEntries is the durable entry map of directory dir; m.mu is held.
+func (m *MemFS) durableEntries(dir string) map[string]*memNode {
+	if isRoot(dir) {
+		return m.rootEntries[dir]
+	}
+	n := m.nodes[dir]
+	if n.entries == nil {
+		n.entries = map[string]*memNode{}
+	}
+	return n.entries
 }
 
 // List implements FS.
@@ -322,18 +375,32 @@ func (m *MemFS) Stat(name string) (os.FileInfo, error) {
 	return memInfo{name: filepath.Base(p), dir: n.dir, size: int64(len(n.data))}, nil
 }
 
-// SyncDir implements FS; directory entries are always durable, so it only
-// checks that dir exists (and counts as an operation).
+// SyncDir implements FS: dir's entries as they are now become durable.
 func (m *MemFS) SyncDir(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.begin(true); err != nil {
 		return pathErr("syncdir", dir, err)
 	}
-	if !m.isDir(filepath.Clean(dir)) {
+	p := filepath.Clean(dir)
+	if !m.isDir(p) {
 		return pathErr("syncdir", dir, fs.ErrNotExist)
 	}
+	m.syncDirLocked(p)
 	return nil
+}
+
+// syncDirLocked makes dir's current entries durable; m.mu is held.
+func (m *MemFS) syncDirLocked(dir string) {
+	entries := map[string]*memNode{}
+	for _, name := range m.children(dir) {
+		entries[name] = m.nodes[filepath.Join(dir, name)]
+	}
+	if isRoot(dir) {
+		m.rootEntries[dir] = entries
+		return
+	}
+	m.nodes[dir].entries = entries
 }
 
 // fileNode returns the file node at name; m.mu is held.

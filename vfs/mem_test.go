@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"github.com/raftmq/raftmq/internal/testseed"
 	"math/rand"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -19,6 +21,7 @@ func crashSetup(t *testing.T) *MemFS {
 	must(t, m.MkdirAll("/d", 0o755))
 	f, err := m.Create("/d/f")
 	must(t, err)
+	must(t, m.SyncDir("/d"))
 	_, err = f.WriteAt([]byte("durable"), 0)
 	must(t, err)
 	must(t, f.Sync())
@@ -123,6 +126,9 @@ func workload(m *MemFS) error {
 		return err
 	}
 	defer f.Close()
+	if err := m.SyncDir("/w"); err != nil {
+		return err
+	}
 	for i := 0; i < 3; i++ {
 		if _, err := f.WriteAt([]byte(fmt.Sprintf("rec%d;", i)), int64(5*i)); err != nil {
 			return err
@@ -141,8 +147,8 @@ func TestCrashAtEveryOp(t *testing.T) {
 	total := NewMem()
 	must(t, workload(total))
 	n := total.OpCount()
-	if n != 10 {
-		t.Fatalf("workload ran %d ops, want 10", n)
+	if n != 11 {
+		t.Fatalf("workload ran %d ops, want 11", n)
 	}
 	for k := 0; k <= n; k++ {
 		m := NewMem()
@@ -169,25 +175,26 @@ func TestCrashAtEveryOp(t *testing.T) {
 }
 
 // checkCrashState verifies the clone holds exactly the records synced
-// before op k (ops: 0 mkdir, 1 create, 2+2i write i, 3+2i sync i, 8 rename,
-// 9 syncdir).
+// before op k (ops: 0 mkdir, 1 create, 2 syncdir, 3+2i write i, 4+2i sync
+// i, 9 rename, 10 syncdir): the file exists once its directory was synced
+// after the Create, and keeps its old name until the directory is synced
+// after the Rename (the crash at op 10 comes before that).
 func checkCrashState(t *testing.T, k int, c *MemFS) {
 	t.Helper()
-	name := "/w/log"
-	if k > 8 {
-		name = "/w/log2"
+	if _, err := c.ReadFile("/w/log2"); err == nil {
+		t.Fatalf("k=%d: the rename is durable before its SyncDir", k)
 	}
-	got, err := c.ReadFile(name)
-	if k <= 1 {
+	got, err := c.ReadFile("/w/log")
+	if k <= 2 {
 		if err == nil {
-			t.Fatalf("k=%d: file exists before Create", k)
+			t.Fatalf("k=%d: file exists before its directory was synced", k)
 		}
 		return
 	}
 	must(t, err)
 	synced := 0
 	for i := 0; i < 3; i++ {
-		if k > 3+2*i {
+		if k > 4+2*i {
 			synced = i + 1
 		}
 	}
@@ -204,6 +211,7 @@ func TestHelpers(t *testing.T) {
 	m := NewMem()
 	f, err := m.Create("/f")
 	must(t, err)
+	must(t, m.SyncDir("/"))
 	_, err = f.WriteAt([]byte{0, 0, 0, 0}, 0)
 	must(t, err)
 	must(t, f.Sync())
@@ -247,11 +255,92 @@ func TestMemConcurrent(t *testing.T) {
 	for g := 0; g < 4; g++ {
 		must(t, <-done)
 	}
+	must(t, m.SyncDir("/c"))
 	c := m.CrashClone(CrashOptions{Mode: DropUnsynced})
 	for g := 0; g < 4; g++ {
 		got, _ := c.ReadFile(fmt.Sprintf("/c/%d", g))
 		if len(got) != 91 {
 			t.Fatalf("file %d: %d durable bytes, want 91", g, len(got))
 		}
+	}
+}
+
+// Directory entries are durable only once their directory is synced:
+// created, renamed and removed names revert in a crash clone until then, a
+// renamed directory keeps its durable entries, and MkdirAll is durable at
+// once. KeepUnsynced keeps every name.
+func TestDirectoryEntriesNeedSyncDir(t *testing.T) {
+	m := NewMem()
+	must(t, m.MkdirAll("/a/b", 0o755))
+	write := func(name, content string) {
+		f, err := m.Create(name)
+		must(t, err)
+		_, err = f.WriteAt([]byte(content), 0)
+		must(t, err)
+		must(t, f.Sync())
+		must(t, f.Close())
+	}
+	names := func(c *MemFS) string { return strings.Join(sortedKeys(c.nodes), " ") }
+	drop := CrashOptions{Mode: DropUnsynced}
+	write("/a/b/f", "one")
+	if got := names(m.CrashClone(drop)); got != "/a /a/b" {
+		t.Fatalf("a created file is durable without SyncDir: %s", got)
+	}
+	must(t, m.SyncDir("/a/b"))
+	write("/a/b/g", "two")
+	must(t, m.Rename("/a/b/f", "/a/b/h"))
+	if got := names(m.CrashClone(drop)); got != "/a /a/b /a/b/f" {
+		t.Fatalf("before the second SyncDir: %s", got)
+	}
+	must(t, m.SyncDir("/a/b"))
+	must(t, m.Remove("/a/b/g"))
+	must(t, m.Rename("/a/b", "/a/c"))
+	c := m.CrashClone(drop)
+	if got := names(c); got != "/a /a/b /a/b/g /a/b/h" {
+		t.Fatalf("the removal and the directory rename are durable without SyncDir: %s", got)
+	}
+	if got, _ := c.ReadFile("/a/b/h"); string(got) != "one" {
+		t.Fatalf("renamed file holds %q", got)
+	}
+	must(t, m.SyncDir("/a"))
+	if got := names(m.CrashClone(drop)); got != "/a /a/c /a/c/g /a/c/h" {
+		t.Fatalf("a synced directory rename moves the directory's durable entries: %s", got)
+	}
+	if got := names(m.CrashClone(CrashOptions{Mode: KeepUnsynced})); got != "/a /a/c /a/c/h" {
+		t.Fatalf("KeepUnsynced: %s", got)
+	}
+}
+
+// Space: unknown without a capacity; with one, the files' bytes are used
+// (a hard-linked file once) and the rest is free. The OS's comes from statfs.
+func TestSpace(t *testing.T) {
+	m := NewMem()
+	if _, err := m.Space("/d"); !errors.Is(err, ErrNoSpaceInfo) {
+		t.Fatalf("Space without a capacity: %v, want ErrNoSpaceInfo", err)
+	}
+	if err := m.MkdirAll("/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := m.Create("/d/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, 3000), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Link("/d/a", "/d/b"); err != nil {
+		t.Fatal(err)
+	}
+	m.SetCapacity(10000)
+	sp, err := m.Space("/d")
+	if err != nil || sp != (Space{Total: 10000, Free: 7000, Avail: 7000}) {
+		t.Fatalf("Space = %+v, %v; want 10000 total, 7000 free", sp, err)
+	}
+	osSpace, err := OS().Space(t.TempDir())
+	if errors.Is(err, ErrNoSpaceInfo) && runtime.GOOS != "linux" {
+		return // statfs is Linux-only here
+	}
+	if err != nil || osSpace.Total == 0 || osSpace.Avail > osSpace.Free || osSpace.Free > osSpace.Total {
+		t.Fatalf("OS Space = %+v, %v", osSpace, err)
 	}
 }

@@ -20,9 +20,8 @@ import (
 //     because msync writes back whole dirty pages — flushing the same
 //     partly filled tail page twice writes that page twice, and the meter
 //     says so;
-//   - mmap pre-touch: every page it dirties (a zero written into a fresh,
-//     fallocated page makes the kernel write that page back later);
 //
+// (mmap's pre-touch only reads, so it dirties nothing to count)
 // and not: fallocate, truncate, directory fsyncs and the file system's own
 // journal. /proc/PID/io write_bytes (ProcessWriteBytes) is the kernel's
 // count of the same thing for a whole process, pages dirtied; the two agree
@@ -72,8 +71,7 @@ func (m *Meter) counter(name string) *atomic.Int64 {
 }
 
 // WriteAccounter is implemented by the files of a Metered FS. Package mmap
-// reports through it the bytes an msync or a pre-touch made the kernel
-// write, which never pass through WriteAt.
+// reports through it the bytes an msync made the kernel write, which never pass through WriteAt.
 type WriteAccounter interface {
 	AccountWrite(n int64)
 }
@@ -82,13 +80,7 @@ type WriteAccounter interface {
 // by m under the class of the file's path. Fd, Sync and the rest pass
 // through unchanged (mmap maps the real descriptor).
 func Metered(fs FS, m *Meter) FS {
-	mf := &meteredFS{FS: fs, m: m}
-	if oc, ok := fs.(interface{ OpCount() int }); ok {
-		// Keep MemFS recognisable (store asks for OpCount to know that the
-		// host's disk says nothing about it).
-		return &meteredOpCountFS{meteredFS: mf, oc: oc}
-	}
-	return mf
+	return &meteredFS{FS: fs, m: m}
 }
 
 type meteredFS struct {
@@ -105,13 +97,6 @@ func (f *meteredFS) wrap(file File, err error) (File, error) {
 
 func (f *meteredFS) Create(name string) (File, error) { return f.wrap(f.FS.Create(name)) }
 func (f *meteredFS) Open(name string) (File, error)   { return f.wrap(f.FS.Open(name)) }
-
-type meteredOpCountFS struct {
-	*meteredFS
-	oc interface{ OpCount() int }
-}
-
-func (f *meteredOpCountFS) OpCount() int { return f.oc.OpCount() }
 
 type meteredFile struct {
 	File

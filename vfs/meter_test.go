@@ -26,9 +26,10 @@ func TestMeteredCountsWritesByClass(t *testing.T) {
 			base, dir := c.fs(t)
 			m := NewMeter(classify, "log", "other")
 			fs := Metered(base, m)
-			if _, ok := base.(interface{ OpCount() int }); ok {
-				if _, ok := fs.(interface{ OpCount() int }); !ok {
-					t.Fatal("Metered(MemFS) hides OpCount")
+			if mem, ok := base.(*MemFS); ok {
+				mem.SetCapacity(1 << 20)
+				if sp, err := fs.Space(dir); err != nil || sp.Total != 1<<20 {
+					t.Fatalf("Metered(MemFS).Space = %+v, %v: the file system's size must pass through", sp, err)
 				}
 			}
 			must := func(err error) {

@@ -30,12 +30,11 @@ func (osFS) Open(name string) (File, error) {
 	return &osFile{f: f}, nil
 }
 
-func (osFS) Remove(name string) error                    { return os.Remove(name) }
-func (osFS) RemoveAll(name string) error                 { return os.RemoveAll(name) }
-func (osFS) Rename(oldname, newname string) error        { return os.Rename(oldname, newname) }
-func (osFS) Link(oldname, newname string) error          { return os.Link(oldname, newname) }
-func (osFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
-func (osFS) Stat(name string) (os.FileInfo, error)       { return os.Stat(name) }
+func (osFS) Remove(name string) error              { return os.Remove(name) }
+func (osFS) RemoveAll(name string) error           { return os.RemoveAll(name) }
+func (osFS) Rename(oldname, newname string) error  { return os.Rename(oldname, newname) }
+func (osFS) Link(oldname, newname string) error    { return os.Link(oldname, newname) }
+func (osFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
 
 func (osFS) List(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir) // sorted by name
@@ -47,6 +46,37 @@ func (osFS) List(dir string) ([]string, error) {
 		names[i] = e.Name()
 	}
 	return names, nil
+}
+
+// MkdirAll creates dir and its missing parents and makes them durable: the
+// parent of every directory it creates is fsynced after the mkdir, and so
+// is dir's parent even when dir existed (an earlier run may have crashed
+// between its mkdir and that fsync). Without this a power loss can take a
+// new directory, and every fsynced file in it, away.
+func (fs osFS) MkdirAll(dir string, perm os.FileMode) error {
+	dir = filepath.Clean(dir)
+	var created []string
+	for p := dir; ; p = filepath.Dir(p) {
+		if _, err := os.Stat(p); err == nil {
+			break
+		}
+		created = append(created, p)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	if err := os.MkdirAll(dir, perm); err != nil {
+		return err
+	}
+	if len(created) == 0 {
+		created = []string{dir}
+	}
+	for i := len(created) - 1; i >= 0; i-- { // top-down
+		if err := fs.SyncDir(filepath.Dir(created[i])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (osFS) SyncDir(dir string) error {

@@ -35,3 +35,15 @@ func preallocate(o *osFile, offset, length int64) error {
 		return &os.PathError{Op: "fallocate", Path: o.f.Name(), Err: err}
 	}
 }
+
+func (osFS) Space(path string) (Space, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return Space{}, &os.PathError{Op: "statfs", Path: path, Err: err}
+	}
+	if st.Blocks == 0 {
+		return Space{}, ErrNoSpaceInfo
+	}
+	bs := uint64(st.Bsize)
+	return Space{Total: st.Blocks * bs, Free: st.Bfree * bs, Avail: st.Bavail * bs}, nil
+}

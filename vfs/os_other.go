@@ -12,3 +12,5 @@ func preallocate(o *osFile, offset, length int64) error {
 	}
 	return o.extendTo(offset + length)
 }
+
+func (osFS) Space(string) (Space, error) { return Space{}, ErrNoSpaceInfo }

@@ -19,6 +19,17 @@ var ErrCrashed = errors.New("vfs: file system crashed")
 // ErrInjected is the error an Injector returns for an injected fault.
 var ErrInjected = errors.New("vfs: injected error")
 
+// ErrNoSpaceInfo is returned by FS.Space when the file system cannot tell
+// its size (a MemFS without a capacity, a platform without statfs).
+var ErrNoSpaceInfo = errors.New("vfs: file system size unknown")
+
+// Space is the size of a file system, in bytes, as statfs(2) reports it.
+// Free counts the blocks reserved for root too; Avail is what an
+// unprivileged writer can still use.
+type Space struct {
+	Total, Free, Avail uint64
+}
+
 // File is an open file. All offsets are absolute; there is no file position.
 type File interface {
 	io.ReaderAt
@@ -62,4 +73,7 @@ type FS interface {
 	Stat(name string) (os.FileInfo, error)
 	// SyncDir makes the directory entries of dir durable.
 	SyncDir(dir string) error
+	// Space reports the size of the file system holding path, or
+	// ErrNoSpaceInfo.
+	Space(path string) (Space, error)
 }

@@ -107,6 +107,9 @@ func (f *benchFlags) check() error {
 		return usagef("-c %d out of range [1, 4096]", f.conc)
 	case f.batch < 1 || f.batch > 4096:
 		return usagef("--batch %d out of range [1, 4096]", f.batch)
+	case f.mode != "consume" && int64(f.batch)*int64(f.size) > maxBatchBytes:
+		return usagef("--batch %d × -s %d is %d bytes per send, over %d: a send must stay well below the 64 MiB gRPC message limit (lower --batch)",
+			f.batch, f.size, int64(f.batch)*int64(f.size), maxBatchBytes)
 	case f.inflight < 1 || f.inflight > 1024:
 		return usagef("--inflight %d out of range [1, 1024]", f.inflight)
 	case f.mode == "e2e" && f.size < 8:

@@ -149,7 +149,7 @@ Exit status: 0 success, 1 the operation failed, 2 bad usage.`,
 	pf.BoolVar(&e.json, "json", false, "print JSON, one object per line")
 	pf.BoolVar(&e.debug, "debug", false, "print errors with their whole gRPC detail")
 	pf.BoolVar(&e.quiet, "quiet", false, "no progress lines on stderr")
-	root.AddCommand(topicCmd(e), produceCmd(e), consumeCmd(e), queryCmd(e), clusterCmd(e), benchCmd(e), verifyCmd(e))
+	root.AddCommand(topicCmd(e), produceCmd(e), consumeCmd(e), groupCmd(e), queryCmd(e), clusterCmd(e), benchCmd(e), verifyCmd(e))
 	return root
 }
 

@@ -74,6 +74,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bench", "e2e", "-t", "T", "-s", "4"},
 		{"bench", "produce", "-t", "T", "-c", "0"},
 		{"bench", "produce", "-t", "T", "--inflight", "0"},
+		{"bench", "produce", "-t", "T", "-n", "10", "-s", "4194304", "--batch", "64"}, // 256 MiB per send
 		{"verify"},
 		{"--server", "", "topic", "list"},
 	}

@@ -22,29 +22,43 @@ type consumeFlags struct {
 	toEnd             bool
 	wait              time.Duration
 	fromSet           bool
+	fromTimeArg       string
+	fromTime          time.Time // zero: no --from-time
 }
 
 func consumeCmd(e *env) *cobra.Command {
 	var f consumeFlags
 	cmd := &cobra.Command{
-		Use:   "consume -t T [-q Q] [--from OFFSET | --group G] [-n N] [--to-end] [--tag TAG]",
+		Use:   "consume -t T [-q Q] [--from OFFSET | --from-time RFC3339 | --group G] [-n N] [--to-end] [--tag TAG]",
 		Short: "Read messages of topic T",
 		Long: `Read messages of topic T from every queue (or queue Q), starting at each
-queue's min offset, at --from, or at the consumer group's committed offset
-(with --group, progress is committed after each batch printed). --to-end
+queue's min offset, at --from, at the first message stored at or after
+--from-time (each queue's max offset if all are older), or at the consumer
+group's committed offset (with --group, progress is committed after each
+batch printed; a queue without one starts at its min offset). --to-end
 stops at the queues' max offsets as they were at the start; -n after N.`,
 		Args: noArgs,
 		RunE: e.action(func(e *env, cmd *cobra.Command, _ []string) error {
 			f.fromSet = cmd.Flags().Changed("from")
+			timeSet := cmd.Flags().Changed("from-time")
 			switch {
 			case f.topic == "":
 				return usagef("-t TOPIC is required")
 			case f.fromSet && f.group != "":
 				return usagef("--from and --group exclude each other")
+			case timeSet && (f.fromSet || f.group != ""):
+				return usagef("--from-time excludes --from and --group (move a group with: group reset G -t T --to-time)")
 			case f.from < 0 || f.n < 0 || f.queue < -1:
 				return usagef("negative -q, --from or -n")
 			case f.wait < 0 || f.wait > time.Minute:
 				return usagef("--wait %v out of range [0, 1m]", f.wait)
+			}
+			if timeSet {
+				t, err := parseTime("--from-time", f.fromTimeArg)
+				if err != nil {
+					return err
+				}
+				f.fromTime = t
 			}
 			c, err := e.connect()
 			if err != nil {
@@ -58,6 +72,7 @@ stops at the queues' max offsets as they were at the start; -n after N.`,
 	topicFlag(e, cmd, &f.topic, "topic (required)")
 	fl.IntVarP(&f.queue, "queue", "q", -1, "queue id (default: every queue)")
 	fl.Int64Var(&f.from, "from", 0, "start offset in every queue (default: the queue's min offset)")
+	fl.StringVar(&f.fromTimeArg, "from-time", "", "start in every queue at the first message stored at or after this RFC3339 time")
 	fl.StringVar(&f.group, "group", "", "consumer group: start at its committed offsets and commit progress")
 	fl.Int64VarP(&f.n, "num", "n", 0, "stop after N messages (0: no limit)")
 	fl.BoolVar(&f.toEnd, "to-end", false, "stop at the queues' max offsets as of the start")
@@ -126,6 +141,9 @@ func (k *consumer) start(q int32) (off, end int64, err error) {
 	switch {
 	case k.f.fromSet:
 		return k.f.from, end, nil
+	case !k.f.fromTime.IsZero():
+		off, err := k.c.OffsetAtOrAfter(k.e.ctx, k.f.topic, q, k.f.fromTime)
+		return off, end, err
 	case k.f.group != "":
 		g, found, err := k.c.QueryOffset(k.e.ctx, k.f.group, k.f.topic, q)
 		if err != nil {

@@ -6,7 +6,8 @@
 //
 //	topic create T --queues 8 | update T [--queues N] [--perm P] | list | describe T | delete T
 //	produce -t T -n 10000 -s 1024 [--key K] [--tag TAG] [--body B] [--ack-log FILE] [--batch B] [-c C]
-//	consume -t T [-q Q] [--from OFFSET | --group G] [-n N] [--to-end] [--tag TAG]
+//	consume -t T [-q Q] [--from OFFSET | --from-time RFC3339 | --group G] [-n N] [--to-end] [--tag TAG]
+//	group list | describe G [-t T] | reset G -t T --to-time RFC3339 | --to-offset N | --to-earliest | --to-latest
 //	query --key K -t T | --msg-id ID
 //	cluster status | join ID RAFTADDR APIADDR | remove ID | transfer [ID]
 //	bench produce|consume|e2e -t T -n N -s SIZE -c C [--duration D] [--rate R] [--batch B]
@@ -24,8 +25,12 @@
 // body of -s bytes that starts with that id; --ack-log gets
 // "msgId\ttopic\tqueueId\tqueueOffset" per acknowledged message and
 // "msgId\ttopic\t?\t?" when the outcome is unknown. consume starts at each
-// queue's min offset unless --from or --group says otherwise; in group mode
-// it commits the offset after each batch it printed. bench records
+// queue's min offset unless --from, --from-time (the first message stored
+// at or after it) or --group says otherwise; in group mode it commits the
+// offset after each batch it printed. group describe shows per queue the
+// committed offset, the max offset and the lag (max - committed); group
+// reset moves a group's offsets in every queue of a topic in one commit,
+// backwards too. bench records
 // latencies in an HdrHistogram; with --rate it runs open loop and measures
 // from each batch's due time. Long operations print progress to stderr: a
 // line rewritten every second on a terminal, a plain line every 10 s

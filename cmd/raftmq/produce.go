@@ -14,10 +14,14 @@ import (
 	"github.com/raftmq/raftmq/client"
 )
 
+// maxBatchBytes bounds --batch-bytes: a send of that much and one 4 MiB
+// message stays below the 64 MiB gRPC message limit.
+const maxBatchBytes = 32 << 20
+
 type produceFlags struct {
-	topic, key, tag, body, ackLog string
-	n, size, batch, conc          int
-	bodySet                       bool
+	topic, key, tag, body, ackLog    string
+	n, size, batch, batchBytes, conc int
+	bodySet                          bool
 }
 
 func produceCmd(e *env) *cobra.Command {
@@ -29,7 +33,10 @@ func produceCmd(e *env) *cobra.Command {
 and, without --body, a body of SIZE bytes that starts with that msgId.
 --ack-log FILE appends "msgId<TAB>topic<TAB>queueId<TAB>queueOffset" per
 acknowledged message and "msgId<TAB>topic<TAB>?<TAB>?" when a send's
-outcome is unknown. Exit status 1 if any send failed or is unknown.`,
+outcome is unknown. Messages go in sends of up to --batch messages and
+--batch-bytes bytes (a larger message goes alone); the leader splits a send
+larger than its group_commit.max_bytes across Raft entries. Exit status 1
+if any send failed or is unknown.`,
 		Args: noArgs,
 		RunE: e.action(func(e *env, cmd *cobra.Command, _ []string) error {
 			f.bodySet = cmd.Flags().Changed("body")
@@ -48,6 +55,7 @@ outcome is unknown. Exit status 1 if any send failed or is unknown.`,
 	fl.StringVar(&f.body, "body", "", "body of every message")
 	fl.StringVar(&f.ackLog, "ack-log", "", "append msgId, topic, queueId, queueOffset of every acknowledged message")
 	fl.IntVar(&f.batch, "batch", 64, "messages per send")
+	fl.IntVar(&f.batchBytes, "batch-bytes", client.DefaultMaxBatchBytes, "bytes per send (bodies and properties); a larger message is sent alone")
 	fl.IntVarP(&f.conc, "concurrency", "c", 4, "sends in flight")
 	return cmd
 }
@@ -62,6 +70,8 @@ func (f *produceFlags) check() error {
 		return usagef("-s %d is negative", f.size)
 	case f.batch < 1 || f.batch > 4096:
 		return usagef("--batch %d out of range [1, 4096]", f.batch)
+	case f.batchBytes < 1 || f.batchBytes > maxBatchBytes:
+		return usagef("--batch-bytes %d out of range [1, %d]: a send must stay well below the 64 MiB gRPC message limit", f.batchBytes, maxBatchBytes)
 	case f.conc < 1:
 		return usagef("-c %d: need at least 1", f.conc)
 	}
@@ -134,7 +144,7 @@ func produce(e *env, f produceFlags) error {
 	}
 	var st produceStats
 	var firstErr atomic.Value
-	p := client.NewProducer(c, client.ProducerOptions{MaxBatch: f.batch, MaxInFlight: f.conc})
+	p := client.NewProducer(c, client.ProducerOptions{MaxBatch: f.batch, MaxBatchBytes: f.batchBytes, MaxInFlight: f.conc})
 	prog := startProgress(e, func() string {
 		return fmt.Sprintf("produced %d/%d (%d failed, %d unknown)", st.ok.Load(), f.n, st.failed.Load(), st.unknown.Load())
 	})

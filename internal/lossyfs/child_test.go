@@ -30,6 +30,8 @@ func TestMain(m *testing.M) {
 		err = childMmap(os.Getenv("LOSSYFS_FILE"))
 	case "store-write":
 		err = childStoreWrite(os.Getenv("LOSSYFS_DIR"))
+	case "store-install":
+		err = childStoreInstall(os.Getenv("LOSSYFS_DIR"))
 	case "store-verify":
 		err = childStoreVerify(os.Getenv("LOSSYFS_DIR"))
 	default:

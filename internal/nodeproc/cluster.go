@@ -70,7 +70,7 @@ func StartCluster(ctx context.Context, bin Binaries, opts ClusterOptions) (*Clus
 			return c, err
 		}
 		for _, d := range c.Dirs() {
-			if err := os.RemoveAll(d); err != nil {
+			if err := emptyDir(d); err != nil {
 				return nil, fmt.Errorf("nodeproc: clean %s for a retry: %w", d, err)
 			}
 		}
@@ -336,4 +336,21 @@ func (c *Cluster) CLI(ctx context.Context, args ...string) ([]byte, error) {
 	cmd.Env = os.Environ()
 	cmd.WaitDelay = 5 * time.Second
 	return cmd.CombinedOutput()
+}
+
+// emptyDir removes what dir holds but keeps dir, which may be a mount root.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }

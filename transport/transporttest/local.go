@@ -113,8 +113,8 @@ func (l *Local) Remove(ctx context.Context, id string) error { return ErrUnsuppo
 // Transfer is not supported.
 func (l *Local) Transfer(ctx context.Context, id string) error { return ErrUnsupported }
 
-// Store returns the store.
-func (l *Local) Store() *store.Store { return l.st }
+// Reader is the store's read side.
+func (l *Local) Reader() store.Reader { return l.st }
 
 // Status reports a single-node cluster led by this node.
 func (l *Local) Status() transport.ClusterStatus {

@@ -1548,6 +1548,350 @@ func (x *OffsetByTimeResponse) GetOffset() int64 {
 	return 0
 }
 
+type ListGroupsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsRequest) Reset() {
+	*x = ListGroupsRequest{}
+	mi := &file_raftmq_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsRequest) ProtoMessage() {}
+
+func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftmq_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
+func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
+	return file_raftmq_proto_rawDescGZIP(), []int{21}
+}
+
+// GroupSummary is one consumer group: the topics it has committed offsets
+// in and its lag summed over every queue of those topics.
+type GroupSummary struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Topics        []string               `protobuf:"bytes,2,rep,name=topics,proto3" json:"topics,omitempty"` // sorted
+	Lag           int64                  `protobuf:"varint,3,opt,name=lag,proto3" json:"lag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupSummary) Reset() {
+	*x = GroupSummary{}
+	mi := &file_raftmq_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupSummary) ProtoMessage() {}
+
+func (x *GroupSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_raftmq_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupSummary.ProtoReflect.Descriptor instead.
+func (*GroupSummary) Descriptor() ([]byte, []int) {
+	return file_raftmq_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *GroupSummary) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *GroupSummary) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *GroupSummary) GetLag() int64 {
+	if x != nil {
+		return x.Lag
+	}
+	return 0
+}
+
+type ListGroupsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Groups        []*GroupSummary        `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"` // sorted by group
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsResponse) Reset() {
+	*x = ListGroupsResponse{}
+	mi := &file_raftmq_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsResponse) ProtoMessage() {}
+
+func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftmq_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
+func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
+	return file_raftmq_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ListGroupsResponse) GetGroups() []*GroupSummary {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+type DescribeGroupRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Group string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// "" = every topic the group has committed offsets in (NOT_FOUND if
+	// none); a topic lists its every queue, committed or not.
+	Topic         string `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeGroupRequest) Reset() {
+	*x = DescribeGroupRequest{}
+	mi := &file_raftmq_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeGroupRequest) ProtoMessage() {}
+
+func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftmq_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
+func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
+	return file_raftmq_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *DescribeGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *DescribeGroupRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+// GroupQueueProgress is a group's progress in one queue.
+type GroupQueueProgress struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Topic           string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	QueueId         int32                  `protobuf:"varint,2,opt,name=queue_id,json=queueId,proto3" json:"queue_id,omitempty"`
+	Committed       bool                   `protobuf:"varint,3,opt,name=committed,proto3" json:"committed,omitempty"` // false: the group has no offset for this queue
+	CommittedOffset int64                  `protobuf:"varint,4,opt,name=committed_offset,json=committedOffset,proto3" json:"committed_offset,omitempty"`
+	MinOffset       int64                  `protobuf:"varint,5,opt,name=min_offset,json=minOffset,proto3" json:"min_offset,omitempty"`
+	MaxOffset       int64                  `protobuf:"varint,6,opt,name=max_offset,json=maxOffset,proto3" json:"max_offset,omitempty"`
+	// max_offset - committed_offset, floored at 0; without a committed
+	// offset max_offset - min_offset (what a consumer starting at the min
+	// offset has to read).
+	Lag           int64 `protobuf:"varint,7,opt,name=lag,proto3" json:"lag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupQueueProgress) Reset() {
+	*x = GroupQueueProgress{}
+	mi := &file_raftmq_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupQueueProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupQueueProgress) ProtoMessage() {}
+
+func (x *GroupQueueProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_raftmq_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupQueueProgress.ProtoReflect.Descriptor instead.
+func (*GroupQueueProgress) Descriptor() ([]byte, []int) {
+	return file_raftmq_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GroupQueueProgress) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *GroupQueueProgress) GetQueueId() int32 {
+	if x != nil {
+		return x.QueueId
+	}
+	return 0
+}
+
+func (x *GroupQueueProgress) GetCommitted() bool {
+	if x != nil {
+		return x.Committed
+	}
+	return false
+}
+
+func (x *GroupQueueProgress) GetCommittedOffset() int64 {
+	if x != nil {
+		return x.CommittedOffset
+	}
+	return 0
+}
+
+func (x *GroupQueueProgress) GetMinOffset() int64 {
+	if x != nil {
+		return x.MinOffset
+	}
+	return 0
+}
+
+func (x *GroupQueueProgress) GetMaxOffset() int64 {
+	if x != nil {
+		return x.MaxOffset
+	}
+	return 0
+}
+
+func (x *GroupQueueProgress) GetLag() int64 {
+	if x != nil {
+		return x.Lag
+	}
+	return 0
+}
+
+type DescribeGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Queues        []*GroupQueueProgress  `protobuf:"bytes,2,rep,name=queues,proto3" json:"queues,omitempty"` // sorted by topic, queue
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeGroupResponse) Reset() {
+	*x = DescribeGroupResponse{}
+	mi := &file_raftmq_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeGroupResponse) ProtoMessage() {}
+
+func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftmq_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
+func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
+	return file_raftmq_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *DescribeGroupResponse) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetQueues() []*GroupQueueProgress {
+	if x != nil {
+		return x.Queues
+	}
+	return nil
+}
+
 type CreateTopicRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1559,7 +1903,7 @@ type CreateTopicRequest struct {
 
 func (x *CreateTopicRequest) Reset() {
 	*x = CreateTopicRequest{}
-	mi := &file_raftmq_proto_msgTypes[21]
+	mi := &file_raftmq_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1915,7 @@ func (x *CreateTopicRequest) String() string {
 func (*CreateTopicRequest) ProtoMessage() {}
 
 func (x *CreateTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[21]
+	mi := &file_raftmq_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1928,7 @@ func (x *CreateTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTopicRequest.ProtoReflect.Descriptor instead.
 func (*CreateTopicRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{21}
+	return file_raftmq_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CreateTopicRequest) GetName() string {
@@ -1616,7 +1960,7 @@ type CreateTopicResponse struct {
 
 func (x *CreateTopicResponse) Reset() {
 	*x = CreateTopicResponse{}
-	mi := &file_raftmq_proto_msgTypes[22]
+	mi := &file_raftmq_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1628,7 +1972,7 @@ func (x *CreateTopicResponse) String() string {
 func (*CreateTopicResponse) ProtoMessage() {}
 
 func (x *CreateTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[22]
+	mi := &file_raftmq_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1641,7 +1985,7 @@ func (x *CreateTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTopicResponse.ProtoReflect.Descriptor instead.
 func (*CreateTopicResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{22}
+	return file_raftmq_proto_rawDescGZIP(), []int{28}
 }
 
 // UpdateTopic changes an existing topic: the queue count may only grow
@@ -1657,7 +2001,7 @@ type UpdateTopicRequest struct {
 
 func (x *UpdateTopicRequest) Reset() {
 	*x = UpdateTopicRequest{}
-	mi := &file_raftmq_proto_msgTypes[23]
+	mi := &file_raftmq_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +2013,7 @@ func (x *UpdateTopicRequest) String() string {
 func (*UpdateTopicRequest) ProtoMessage() {}
 
 func (x *UpdateTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[23]
+	mi := &file_raftmq_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,7 +2026,7 @@ func (x *UpdateTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTopicRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTopicRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{23}
+	return file_raftmq_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UpdateTopicRequest) GetName() string {
@@ -1714,7 +2058,7 @@ type UpdateTopicResponse struct {
 
 func (x *UpdateTopicResponse) Reset() {
 	*x = UpdateTopicResponse{}
-	mi := &file_raftmq_proto_msgTypes[24]
+	mi := &file_raftmq_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1726,7 +2070,7 @@ func (x *UpdateTopicResponse) String() string {
 func (*UpdateTopicResponse) ProtoMessage() {}
 
 func (x *UpdateTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[24]
+	mi := &file_raftmq_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1739,7 +2083,7 @@ func (x *UpdateTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTopicResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTopicResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{24}
+	return file_raftmq_proto_rawDescGZIP(), []int{30}
 }
 
 type QueueInfo struct {
@@ -1753,7 +2097,7 @@ type QueueInfo struct {
 
 func (x *QueueInfo) Reset() {
 	*x = QueueInfo{}
-	mi := &file_raftmq_proto_msgTypes[25]
+	mi := &file_raftmq_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +2109,7 @@ func (x *QueueInfo) String() string {
 func (*QueueInfo) ProtoMessage() {}
 
 func (x *QueueInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[25]
+	mi := &file_raftmq_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +2122,7 @@ func (x *QueueInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueInfo.ProtoReflect.Descriptor instead.
 func (*QueueInfo) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{25}
+	return file_raftmq_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *QueueInfo) GetQueueId() int32 {
@@ -1814,7 +2158,7 @@ type TopicInfo struct {
 
 func (x *TopicInfo) Reset() {
 	*x = TopicInfo{}
-	mi := &file_raftmq_proto_msgTypes[26]
+	mi := &file_raftmq_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +2170,7 @@ func (x *TopicInfo) String() string {
 func (*TopicInfo) ProtoMessage() {}
 
 func (x *TopicInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[26]
+	mi := &file_raftmq_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +2183,7 @@ func (x *TopicInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicInfo.ProtoReflect.Descriptor instead.
 func (*TopicInfo) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{26}
+	return file_raftmq_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TopicInfo) GetName() string {
@@ -1879,7 +2223,7 @@ type DescribeTopicRequest struct {
 
 func (x *DescribeTopicRequest) Reset() {
 	*x = DescribeTopicRequest{}
-	mi := &file_raftmq_proto_msgTypes[27]
+	mi := &file_raftmq_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1891,7 +2235,7 @@ func (x *DescribeTopicRequest) String() string {
 func (*DescribeTopicRequest) ProtoMessage() {}
 
 func (x *DescribeTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[27]
+	mi := &file_raftmq_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1904,7 +2248,7 @@ func (x *DescribeTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicRequest.ProtoReflect.Descriptor instead.
 func (*DescribeTopicRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{27}
+	return file_raftmq_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DescribeTopicRequest) GetName() string {
@@ -1922,7 +2266,7 @@ type ListTopicsRequest struct {
 
 func (x *ListTopicsRequest) Reset() {
 	*x = ListTopicsRequest{}
-	mi := &file_raftmq_proto_msgTypes[28]
+	mi := &file_raftmq_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1934,7 +2278,7 @@ func (x *ListTopicsRequest) String() string {
 func (*ListTopicsRequest) ProtoMessage() {}
 
 func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[28]
+	mi := &file_raftmq_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1947,7 +2291,7 @@ func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTopicsRequest.ProtoReflect.Descriptor instead.
 func (*ListTopicsRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{28}
+	return file_raftmq_proto_rawDescGZIP(), []int{34}
 }
 
 type ListTopicsResponse struct {
@@ -1959,7 +2303,7 @@ type ListTopicsResponse struct {
 
 func (x *ListTopicsResponse) Reset() {
 	*x = ListTopicsResponse{}
-	mi := &file_raftmq_proto_msgTypes[29]
+	mi := &file_raftmq_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1971,7 +2315,7 @@ func (x *ListTopicsResponse) String() string {
 func (*ListTopicsResponse) ProtoMessage() {}
 
 func (x *ListTopicsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[29]
+	mi := &file_raftmq_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1984,7 +2328,7 @@ func (x *ListTopicsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTopicsResponse.ProtoReflect.Descriptor instead.
 func (*ListTopicsResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{29}
+	return file_raftmq_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListTopicsResponse) GetTopics() []*TopicInfo {
@@ -2003,7 +2347,7 @@ type DeleteTopicRequest struct {
 
 func (x *DeleteTopicRequest) Reset() {
 	*x = DeleteTopicRequest{}
-	mi := &file_raftmq_proto_msgTypes[30]
+	mi := &file_raftmq_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2015,7 +2359,7 @@ func (x *DeleteTopicRequest) String() string {
 func (*DeleteTopicRequest) ProtoMessage() {}
 
 func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[30]
+	mi := &file_raftmq_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2028,7 +2372,7 @@ func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTopicRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{30}
+	return file_raftmq_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeleteTopicRequest) GetName() string {
@@ -2046,7 +2390,7 @@ type DeleteTopicResponse struct {
 
 func (x *DeleteTopicResponse) Reset() {
 	*x = DeleteTopicResponse{}
-	mi := &file_raftmq_proto_msgTypes[31]
+	mi := &file_raftmq_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2058,7 +2402,7 @@ func (x *DeleteTopicResponse) String() string {
 func (*DeleteTopicResponse) ProtoMessage() {}
 
 func (x *DeleteTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[31]
+	mi := &file_raftmq_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2071,7 +2415,7 @@ func (x *DeleteTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTopicResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{31}
+	return file_raftmq_proto_rawDescGZIP(), []int{37}
 }
 
 type StatusRequest struct {
@@ -2082,7 +2426,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_raftmq_proto_msgTypes[32]
+	mi := &file_raftmq_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +2438,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[32]
+	mi := &file_raftmq_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +2451,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{32}
+	return file_raftmq_proto_rawDescGZIP(), []int{38}
 }
 
 type Member struct {
@@ -2122,7 +2466,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_raftmq_proto_msgTypes[33]
+	mi := &file_raftmq_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2134,7 +2478,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[33]
+	mi := &file_raftmq_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2147,7 +2491,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{33}
+	return file_raftmq_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Member) GetId() string {
@@ -2198,7 +2542,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_raftmq_proto_msgTypes[34]
+	mi := &file_raftmq_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2210,7 +2554,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[34]
+	mi := &file_raftmq_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2223,7 +2567,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{34}
+	return file_raftmq_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *StatusResponse) GetId() string {
@@ -2321,7 +2665,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_raftmq_proto_msgTypes[35]
+	mi := &file_raftmq_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2333,7 +2677,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[35]
+	mi := &file_raftmq_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2346,7 +2690,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{35}
+	return file_raftmq_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *JoinRequest) GetId() string {
@@ -2378,7 +2722,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_raftmq_proto_msgTypes[36]
+	mi := &file_raftmq_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2390,7 +2734,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[36]
+	mi := &file_raftmq_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2403,7 +2747,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{36}
+	return file_raftmq_proto_rawDescGZIP(), []int{42}
 }
 
 type RemoveRequest struct {
@@ -2415,7 +2759,7 @@ type RemoveRequest struct {
 
 func (x *RemoveRequest) Reset() {
 	*x = RemoveRequest{}
-	mi := &file_raftmq_proto_msgTypes[37]
+	mi := &file_raftmq_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2427,7 +2771,7 @@ func (x *RemoveRequest) String() string {
 func (*RemoveRequest) ProtoMessage() {}
 
 func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[37]
+	mi := &file_raftmq_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2440,7 +2784,7 @@ func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
 func (*RemoveRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{37}
+	return file_raftmq_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RemoveRequest) GetId() string {
@@ -2458,7 +2802,7 @@ type RemoveResponse struct {
 
 func (x *RemoveResponse) Reset() {
 	*x = RemoveResponse{}
-	mi := &file_raftmq_proto_msgTypes[38]
+	mi := &file_raftmq_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2470,7 +2814,7 @@ func (x *RemoveResponse) String() string {
 func (*RemoveResponse) ProtoMessage() {}
 
 func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[38]
+	mi := &file_raftmq_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2483,7 +2827,7 @@ func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
 func (*RemoveResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{38}
+	return file_raftmq_proto_rawDescGZIP(), []int{44}
 }
 
 type TransferRequest struct {
@@ -2495,7 +2839,7 @@ type TransferRequest struct {
 
 func (x *TransferRequest) Reset() {
 	*x = TransferRequest{}
-	mi := &file_raftmq_proto_msgTypes[39]
+	mi := &file_raftmq_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2507,7 +2851,7 @@ func (x *TransferRequest) String() string {
 func (*TransferRequest) ProtoMessage() {}
 
 func (x *TransferRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[39]
+	mi := &file_raftmq_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2520,7 +2864,7 @@ func (x *TransferRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferRequest.ProtoReflect.Descriptor instead.
 func (*TransferRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{39}
+	return file_raftmq_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TransferRequest) GetId() string {
@@ -2538,7 +2882,7 @@ type TransferResponse struct {
 
 func (x *TransferResponse) Reset() {
 	*x = TransferResponse{}
-	mi := &file_raftmq_proto_msgTypes[40]
+	mi := &file_raftmq_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2550,7 +2894,7 @@ func (x *TransferResponse) String() string {
 func (*TransferResponse) ProtoMessage() {}
 
 func (x *TransferResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[40]
+	mi := &file_raftmq_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2563,7 +2907,7 @@ func (x *TransferResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferResponse.ProtoReflect.Descriptor instead.
 func (*TransferResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{40}
+	return file_raftmq_proto_rawDescGZIP(), []int{46}
 }
 
 var File_raftmq_proto protoreflect.FileDescriptor
@@ -2685,7 +3029,30 @@ const file_raftmq_proto_rawDesc = "" +
 	"\ttimestamp\x18\x03 \x01(\x03R\ttimestamp\x12/\n" +
 	"\bboundary\x18\x04 \x01(\x0e2\x13.raftmq.v1.BoundaryR\bboundary\".\n" +
 	"\x14OffsetByTimeResponse\x12\x16\n" +
-	"\x06offset\x18\x01 \x01(\x03R\x06offset\"T\n" +
+	"\x06offset\x18\x01 \x01(\x03R\x06offset\"\x13\n" +
+	"\x11ListGroupsRequest\"N\n" +
+	"\fGroupSummary\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
+	"\x06topics\x18\x02 \x03(\tR\x06topics\x12\x10\n" +
+	"\x03lag\x18\x03 \x01(\x03R\x03lag\"E\n" +
+	"\x12ListGroupsResponse\x12/\n" +
+	"\x06groups\x18\x01 \x03(\v2\x17.raftmq.v1.GroupSummaryR\x06groups\"B\n" +
+	"\x14DescribeGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05topic\x18\x02 \x01(\tR\x05topic\"\xde\x01\n" +
+	"\x12GroupQueueProgress\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x19\n" +
+	"\bqueue_id\x18\x02 \x01(\x05R\aqueueId\x12\x1c\n" +
+	"\tcommitted\x18\x03 \x01(\bR\tcommitted\x12)\n" +
+	"\x10committed_offset\x18\x04 \x01(\x03R\x0fcommittedOffset\x12\x1d\n" +
+	"\n" +
+	"min_offset\x18\x05 \x01(\x03R\tminOffset\x12\x1d\n" +
+	"\n" +
+	"max_offset\x18\x06 \x01(\x03R\tmaxOffset\x12\x10\n" +
+	"\x03lag\x18\a \x01(\x03R\x03lag\"d\n" +
+	"\x15DescribeGroupResponse\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x125\n" +
+	"\x06queues\x18\x02 \x03(\v2\x1d.raftmq.v1.GroupQueueProgressR\x06queues\"T\n" +
 	"\x12CreateTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06queues\x18\x02 \x01(\x05R\x06queues\x12\x12\n" +
@@ -2760,8 +3127,7 @@ const file_raftmq_proto_rawDesc = "" +
 	"\x1fPULL_STATUS_NO_MESSAGE_IN_QUEUE\x10\a*2\n" +
 	"\bBoundary\x12\x12\n" +
 	"\x0eBOUNDARY_LOWER\x10\x00\x12\x12\n" +
-	"\x0eBOUNDARY_UPPER\x10\x012\xa8\n" +
-	"\n" +
+	"\x0eBOUNDARY_UPPER\x10\x012\xc7\v\n" +
 	"\x06RaftMQ\x127\n" +
 	"\x04Send\x12\x16.raftmq.v1.SendRequest\x1a\x17.raftmq.v1.SendResponse\x127\n" +
 	"\x04Pull\x12\x16.raftmq.v1.PullRequest\x1a\x17.raftmq.v1.PullResponse\x12L\n" +
@@ -2772,7 +3138,10 @@ const file_raftmq_proto_rawDesc = "" +
 	"\fCommitOffset\x12\x1e.raftmq.v1.CommitOffsetRequest\x1a\x1f.raftmq.v1.CommitOffsetResponse\x12L\n" +
 	"\vQueryOffset\x12\x1d.raftmq.v1.QueryOffsetRequest\x1a\x1e.raftmq.v1.QueryOffsetResponse\x12O\n" +
 	"\fQueueOffsets\x12\x1e.raftmq.v1.QueueOffsetsRequest\x1a\x1f.raftmq.v1.QueueOffsetsResponse\x12O\n" +
-	"\fOffsetByTime\x12\x1e.raftmq.v1.OffsetByTimeRequest\x1a\x1f.raftmq.v1.OffsetByTimeResponse\x12L\n" +
+	"\fOffsetByTime\x12\x1e.raftmq.v1.OffsetByTimeRequest\x1a\x1f.raftmq.v1.OffsetByTimeResponse\x12I\n" +
+	"\n" +
+	"ListGroups\x12\x1c.raftmq.v1.ListGroupsRequest\x1a\x1d.raftmq.v1.ListGroupsResponse\x12R\n" +
+	"\rDescribeGroup\x12\x1f.raftmq.v1.DescribeGroupRequest\x1a .raftmq.v1.DescribeGroupResponse\x12L\n" +
 	"\vCreateTopic\x12\x1d.raftmq.v1.CreateTopicRequest\x1a\x1e.raftmq.v1.CreateTopicResponse\x12F\n" +
 	"\rDescribeTopic\x12\x1f.raftmq.v1.DescribeTopicRequest\x1a\x14.raftmq.v1.TopicInfo\x12I\n" +
 	"\n" +
@@ -2797,7 +3166,7 @@ func file_raftmq_proto_rawDescGZIP() []byte {
 }
 
 var file_raftmq_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_raftmq_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_raftmq_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_raftmq_proto_goTypes = []any{
 	(PullStatus)(0),               // 0: raftmq.v1.PullStatus
 	(Boundary)(0),                 // 1: raftmq.v1.Boundary
@@ -2822,26 +3191,32 @@ var file_raftmq_proto_goTypes = []any{
 	(*QueueOffsetsResponse)(nil),  // 20: raftmq.v1.QueueOffsetsResponse
 	(*OffsetByTimeRequest)(nil),   // 21: raftmq.v1.OffsetByTimeRequest
 	(*OffsetByTimeResponse)(nil),  // 22: raftmq.v1.OffsetByTimeResponse
-	(*CreateTopicRequest)(nil),    // 23: raftmq.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),   // 24: raftmq.v1.CreateTopicResponse
-	(*UpdateTopicRequest)(nil),    // 25: raftmq.v1.UpdateTopicRequest
-	(*UpdateTopicResponse)(nil),   // 26: raftmq.v1.UpdateTopicResponse
-	(*QueueInfo)(nil),             // 27: raftmq.v1.QueueInfo
-	(*TopicInfo)(nil),             // 28: raftmq.v1.TopicInfo
-	(*DescribeTopicRequest)(nil),  // 29: raftmq.v1.DescribeTopicRequest
-	(*ListTopicsRequest)(nil),     // 30: raftmq.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),    // 31: raftmq.v1.ListTopicsResponse
-	(*DeleteTopicRequest)(nil),    // 32: raftmq.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),   // 33: raftmq.v1.DeleteTopicResponse
-	(*StatusRequest)(nil),         // 34: raftmq.v1.StatusRequest
-	(*Member)(nil),                // 35: raftmq.v1.Member
-	(*StatusResponse)(nil),        // 36: raftmq.v1.StatusResponse
-	(*JoinRequest)(nil),           // 37: raftmq.v1.JoinRequest
-	(*JoinResponse)(nil),          // 38: raftmq.v1.JoinResponse
-	(*RemoveRequest)(nil),         // 39: raftmq.v1.RemoveRequest
-	(*RemoveResponse)(nil),        // 40: raftmq.v1.RemoveResponse
-	(*TransferRequest)(nil),       // 41: raftmq.v1.TransferRequest
-	(*TransferResponse)(nil),      // 42: raftmq.v1.TransferResponse
+	(*ListGroupsRequest)(nil),     // 23: raftmq.v1.ListGroupsRequest
+	(*GroupSummary)(nil),          // 24: raftmq.v1.GroupSummary
+	(*ListGroupsResponse)(nil),    // 25: raftmq.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),  // 26: raftmq.v1.DescribeGroupRequest
+	(*GroupQueueProgress)(nil),    // 27: raftmq.v1.GroupQueueProgress
+	(*DescribeGroupResponse)(nil), // 28: raftmq.v1.DescribeGroupResponse
+	(*CreateTopicRequest)(nil),    // 29: raftmq.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),   // 30: raftmq.v1.CreateTopicResponse
+	(*UpdateTopicRequest)(nil),    // 31: raftmq.v1.UpdateTopicRequest
+	(*UpdateTopicResponse)(nil),   // 32: raftmq.v1.UpdateTopicResponse
+	(*QueueInfo)(nil),             // 33: raftmq.v1.QueueInfo
+	(*TopicInfo)(nil),             // 34: raftmq.v1.TopicInfo
+	(*DescribeTopicRequest)(nil),  // 35: raftmq.v1.DescribeTopicRequest
+	(*ListTopicsRequest)(nil),     // 36: raftmq.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),    // 37: raftmq.v1.ListTopicsResponse
+	(*DeleteTopicRequest)(nil),    // 38: raftmq.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),   // 39: raftmq.v1.DeleteTopicResponse
+	(*StatusRequest)(nil),         // 40: raftmq.v1.StatusRequest
+	(*Member)(nil),                // 41: raftmq.v1.Member
+	(*StatusResponse)(nil),        // 42: raftmq.v1.StatusResponse
+	(*JoinRequest)(nil),           // 43: raftmq.v1.JoinRequest
+	(*JoinResponse)(nil),          // 44: raftmq.v1.JoinResponse
+	(*RemoveRequest)(nil),         // 45: raftmq.v1.RemoveRequest
+	(*RemoveResponse)(nil),        // 46: raftmq.v1.RemoveResponse
+	(*TransferRequest)(nil),       // 47: raftmq.v1.TransferRequest
+	(*TransferResponse)(nil),      // 48: raftmq.v1.TransferResponse
 }
 var file_raftmq_proto_depIdxs = []int32{
 	2,  // 0: raftmq.v1.Message.properties:type_name -> raftmq.v1.Property
@@ -2853,50 +3228,56 @@ var file_raftmq_proto_depIdxs = []int32{
 	8,  // 6: raftmq.v1.QueryMessagesResponse.messages:type_name -> raftmq.v1.StoredMessage
 	14, // 7: raftmq.v1.CommitOffsetRequest.commits:type_name -> raftmq.v1.OffsetCommit
 	1,  // 8: raftmq.v1.OffsetByTimeRequest.boundary:type_name -> raftmq.v1.Boundary
-	27, // 9: raftmq.v1.TopicInfo.queue_offsets:type_name -> raftmq.v1.QueueInfo
-	28, // 10: raftmq.v1.ListTopicsResponse.topics:type_name -> raftmq.v1.TopicInfo
-	35, // 11: raftmq.v1.StatusResponse.members:type_name -> raftmq.v1.Member
-	4,  // 12: raftmq.v1.RaftMQ.Send:input_type -> raftmq.v1.SendRequest
-	7,  // 13: raftmq.v1.RaftMQ.Pull:input_type -> raftmq.v1.PullRequest
-	10, // 14: raftmq.v1.RaftMQ.QueryByKey:input_type -> raftmq.v1.QueryByKeyRequest
-	11, // 15: raftmq.v1.RaftMQ.QueryByMsgID:input_type -> raftmq.v1.QueryByMsgIDRequest
-	12, // 16: raftmq.v1.RaftMQ.QueryByOffset:input_type -> raftmq.v1.QueryByOffsetRequest
-	15, // 17: raftmq.v1.RaftMQ.CommitOffset:input_type -> raftmq.v1.CommitOffsetRequest
-	17, // 18: raftmq.v1.RaftMQ.QueryOffset:input_type -> raftmq.v1.QueryOffsetRequest
-	19, // 19: raftmq.v1.RaftMQ.QueueOffsets:input_type -> raftmq.v1.QueueOffsetsRequest
-	21, // 20: raftmq.v1.RaftMQ.OffsetByTime:input_type -> raftmq.v1.OffsetByTimeRequest
-	23, // 21: raftmq.v1.RaftMQ.CreateTopic:input_type -> raftmq.v1.CreateTopicRequest
-	29, // 22: raftmq.v1.RaftMQ.DescribeTopic:input_type -> raftmq.v1.DescribeTopicRequest
-	30, // 23: raftmq.v1.RaftMQ.ListTopics:input_type -> raftmq.v1.ListTopicsRequest
-	32, // 24: raftmq.v1.RaftMQ.DeleteTopic:input_type -> raftmq.v1.DeleteTopicRequest
-	25, // 25: raftmq.v1.RaftMQ.UpdateTopic:input_type -> raftmq.v1.UpdateTopicRequest
-	34, // 26: raftmq.v1.RaftMQ.Status:input_type -> raftmq.v1.StatusRequest
-	37, // 27: raftmq.v1.RaftMQ.Join:input_type -> raftmq.v1.JoinRequest
-	39, // 28: raftmq.v1.RaftMQ.Remove:input_type -> raftmq.v1.RemoveRequest
-	41, // 29: raftmq.v1.RaftMQ.Transfer:input_type -> raftmq.v1.TransferRequest
-	6,  // 30: raftmq.v1.RaftMQ.Send:output_type -> raftmq.v1.SendResponse
-	9,  // 31: raftmq.v1.RaftMQ.Pull:output_type -> raftmq.v1.PullResponse
-	13, // 32: raftmq.v1.RaftMQ.QueryByKey:output_type -> raftmq.v1.QueryMessagesResponse
-	13, // 33: raftmq.v1.RaftMQ.QueryByMsgID:output_type -> raftmq.v1.QueryMessagesResponse
-	13, // 34: raftmq.v1.RaftMQ.QueryByOffset:output_type -> raftmq.v1.QueryMessagesResponse
-	16, // 35: raftmq.v1.RaftMQ.CommitOffset:output_type -> raftmq.v1.CommitOffsetResponse
-	18, // 36: raftmq.v1.RaftMQ.QueryOffset:output_type -> raftmq.v1.QueryOffsetResponse
-	20, // 37: raftmq.v1.RaftMQ.QueueOffsets:output_type -> raftmq.v1.QueueOffsetsResponse
-	22, // 38: raftmq.v1.RaftMQ.OffsetByTime:output_type -> raftmq.v1.OffsetByTimeResponse
-	24, // 39: raftmq.v1.RaftMQ.CreateTopic:output_type -> raftmq.v1.CreateTopicResponse
-	28, // 40: raftmq.v1.RaftMQ.DescribeTopic:output_type -> raftmq.v1.TopicInfo
-	31, // 41: raftmq.v1.RaftMQ.ListTopics:output_type -> raftmq.v1.ListTopicsResponse
-	33, // 42: raftmq.v1.RaftMQ.DeleteTopic:output_type -> raftmq.v1.DeleteTopicResponse
-	26, // 43: raftmq.v1.RaftMQ.UpdateTopic:output_type -> raftmq.v1.UpdateTopicResponse
-	36, // 44: raftmq.v1.RaftMQ.Status:output_type -> raftmq.v1.StatusResponse
-	38, // 45: raftmq.v1.RaftMQ.Join:output_type -> raftmq.v1.JoinResponse
-	40, // 46: raftmq.v1.RaftMQ.Remove:output_type -> raftmq.v1.RemoveResponse
-	42, // 47: raftmq.v1.RaftMQ.Transfer:output_type -> raftmq.v1.TransferResponse
-	30, // [30:48] is the sub-list for method output_type
-	12, // [12:30] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	24, // 9: raftmq.v1.ListGroupsResponse.groups:type_name -> raftmq.v1.GroupSummary
+	27, // 10: raftmq.v1.DescribeGroupResponse.queues:type_name -> raftmq.v1.GroupQueueProgress
+	33, // 11: raftmq.v1.TopicInfo.queue_offsets:type_name -> raftmq.v1.QueueInfo
+	34, // 12: raftmq.v1.ListTopicsResponse.topics:type_name -> raftmq.v1.TopicInfo
+	41, // 13: raftmq.v1.StatusResponse.members:type_name -> raftmq.v1.Member
+	4,  // 14: raftmq.v1.RaftMQ.Send:input_type -> raftmq.v1.SendRequest
+	7,  // 15: raftmq.v1.RaftMQ.Pull:input_type -> raftmq.v1.PullRequest
+	10, // 16: raftmq.v1.RaftMQ.QueryByKey:input_type -> raftmq.v1.QueryByKeyRequest
+	11, // 17: raftmq.v1.RaftMQ.QueryByMsgID:input_type -> raftmq.v1.QueryByMsgIDRequest
+	12, // 18: raftmq.v1.RaftMQ.QueryByOffset:input_type -> raftmq.v1.QueryByOffsetRequest
+	15, // 19: raftmq.v1.RaftMQ.CommitOffset:input_type -> raftmq.v1.CommitOffsetRequest
+	17, // 20: raftmq.v1.RaftMQ.QueryOffset:input_type -> raftmq.v1.QueryOffsetRequest
+	19, // 21: raftmq.v1.RaftMQ.QueueOffsets:input_type -> raftmq.v1.QueueOffsetsRequest
+	21, // 22: raftmq.v1.RaftMQ.OffsetByTime:input_type -> raftmq.v1.OffsetByTimeRequest
+	23, // 23: raftmq.v1.RaftMQ.ListGroups:input_type -> raftmq.v1.ListGroupsRequest
+	26, // 24: raftmq.v1.RaftMQ.DescribeGroup:input_type -> raftmq.v1.DescribeGroupRequest
+	29, // 25: raftmq.v1.RaftMQ.CreateTopic:input_type -> raftmq.v1.CreateTopicRequest
+	35, // 26: raftmq.v1.RaftMQ.DescribeTopic:input_type -> raftmq.v1.DescribeTopicRequest
+	36, // 27: raftmq.v1.RaftMQ.ListTopics:input_type -> raftmq.v1.ListTopicsRequest
+	38, // 28: raftmq.v1.RaftMQ.DeleteTopic:input_type -> raftmq.v1.DeleteTopicRequest
+	31, // 29: raftmq.v1.RaftMQ.UpdateTopic:input_type -> raftmq.v1.UpdateTopicRequest
+	40, // 30: raftmq.v1.RaftMQ.Status:input_type -> raftmq.v1.StatusRequest
+	43, // 31: raftmq.v1.RaftMQ.Join:input_type -> raftmq.v1.JoinRequest
+	45, // 32: raftmq.v1.RaftMQ.Remove:input_type -> raftmq.v1.RemoveRequest
+	47, // 33: raftmq.v1.RaftMQ.Transfer:input_type -> raftmq.v1.TransferRequest
+	6,  // 34: raftmq.v1.RaftMQ.Send:output_type -> raftmq.v1.SendResponse
+	9,  // 35: raftmq.v1.RaftMQ.Pull:output_type -> raftmq.v1.PullResponse
+	13, // 36: raftmq.v1.RaftMQ.QueryByKey:output_type -> raftmq.v1.QueryMessagesResponse
+	13, // 37: raftmq.v1.RaftMQ.QueryByMsgID:output_type -> raftmq.v1.QueryMessagesResponse
+	13, // 38: raftmq.v1.RaftMQ.QueryByOffset:output_type -> raftmq.v1.QueryMessagesResponse
+	16, // 39: raftmq.v1.RaftMQ.CommitOffset:output_type -> raftmq.v1.CommitOffsetResponse
+	18, // 40: raftmq.v1.RaftMQ.QueryOffset:output_type -> raftmq.v1.QueryOffsetResponse
+	20, // 41: raftmq.v1.RaftMQ.QueueOffsets:output_type -> raftmq.v1.QueueOffsetsResponse
+	22, // 42: raftmq.v1.RaftMQ.OffsetByTime:output_type -> raftmq.v1.OffsetByTimeResponse
+	25, // 43: raftmq.v1.RaftMQ.ListGroups:output_type -> raftmq.v1.ListGroupsResponse
+	28, // 44: raftmq.v1.RaftMQ.DescribeGroup:output_type -> raftmq.v1.DescribeGroupResponse
+	30, // 45: raftmq.v1.RaftMQ.CreateTopic:output_type -> raftmq.v1.CreateTopicResponse
+	34, // 46: raftmq.v1.RaftMQ.DescribeTopic:output_type -> raftmq.v1.TopicInfo
+	37, // 47: raftmq.v1.RaftMQ.ListTopics:output_type -> raftmq.v1.ListTopicsResponse
+	39, // 48: raftmq.v1.RaftMQ.DeleteTopic:output_type -> raftmq.v1.DeleteTopicResponse
+	32, // 49: raftmq.v1.RaftMQ.UpdateTopic:output_type -> raftmq.v1.UpdateTopicResponse
+	42, // 50: raftmq.v1.RaftMQ.Status:output_type -> raftmq.v1.StatusResponse
+	44, // 51: raftmq.v1.RaftMQ.Join:output_type -> raftmq.v1.JoinResponse
+	46, // 52: raftmq.v1.RaftMQ.Remove:output_type -> raftmq.v1.RemoveResponse
+	48, // 53: raftmq.v1.RaftMQ.Transfer:output_type -> raftmq.v1.TransferResponse
+	34, // [34:54] is the sub-list for method output_type
+	14, // [14:34] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_raftmq_proto_init() }
@@ -2910,7 +3291,7 @@ func file_raftmq_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftmq_proto_rawDesc), len(file_raftmq_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   41,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,6 +34,8 @@ const (
 	RaftMQ_QueryOffset_FullMethodName   = "/raftmq.v1.RaftMQ/QueryOffset"
 	RaftMQ_QueueOffsets_FullMethodName  = "/raftmq.v1.RaftMQ/QueueOffsets"
 	RaftMQ_OffsetByTime_FullMethodName  = "/raftmq.v1.RaftMQ/OffsetByTime"
+	RaftMQ_ListGroups_FullMethodName    = "/raftmq.v1.RaftMQ/ListGroups"
+	RaftMQ_DescribeGroup_FullMethodName = "/raftmq.v1.RaftMQ/DescribeGroup"
 	RaftMQ_CreateTopic_FullMethodName   = "/raftmq.v1.RaftMQ/CreateTopic"
 	RaftMQ_DescribeTopic_FullMethodName = "/raftmq.v1.RaftMQ/DescribeTopic"
 	RaftMQ_ListTopics_FullMethodName    = "/raftmq.v1.RaftMQ/ListTopics"
@@ -60,6 +62,10 @@ type RaftMQClient interface {
 	QueryOffset(ctx context.Context, in *QueryOffsetRequest, opts ...grpc.CallOption) (*QueryOffsetResponse, error)
 	QueueOffsets(ctx context.Context, in *QueueOffsetsRequest, opts ...grpc.CallOption) (*QueueOffsetsResponse, error)
 	OffsetByTime(ctx context.Context, in *OffsetByTimeRequest, opts ...grpc.CallOption) (*OffsetByTimeResponse, error)
+	// Consumer groups (leader reads, like QueryOffset). A reset is a
+	// CommitOffset, which may move an offset backwards.
+	ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error)
+	DescribeGroup(ctx context.Context, in *DescribeGroupRequest, opts ...grpc.CallOption) (*DescribeGroupResponse, error)
 	// Topics.
 	CreateTopic(ctx context.Context, in *CreateTopicRequest, opts ...grpc.CallOption) (*CreateTopicResponse, error)
 	DescribeTopic(ctx context.Context, in *DescribeTopicRequest, opts ...grpc.CallOption) (*TopicInfo, error)
@@ -171,6 +177,26 @@ func (c *raftMQClient) OffsetByTime(ctx context.Context, in *OffsetByTimeRequest
 	return out, nil
 }
 
+func (c *raftMQClient) ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListGroupsResponse)
+	err := c.cc.Invoke(ctx, RaftMQ_ListGroups_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *raftMQClient) DescribeGroup(ctx context.Context, in *DescribeGroupRequest, opts ...grpc.CallOption) (*DescribeGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DescribeGroupResponse)
+	err := c.cc.Invoke(ctx, RaftMQ_DescribeGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *raftMQClient) CreateTopic(ctx context.Context, in *CreateTopicRequest, opts ...grpc.CallOption) (*CreateTopicResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CreateTopicResponse)
@@ -276,6 +302,10 @@ type RaftMQServer interface {
 	QueryOffset(context.Context, *QueryOffsetRequest) (*QueryOffsetResponse, error)
 	QueueOffsets(context.Context, *QueueOffsetsRequest) (*QueueOffsetsResponse, error)
 	OffsetByTime(context.Context, *OffsetByTimeRequest) (*OffsetByTimeResponse, error)
+	// Consumer groups (leader reads, like QueryOffset). A reset is a
+	// CommitOffset, which may move an offset backwards.
+	ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error)
+	DescribeGroup(context.Context, *DescribeGroupRequest) (*DescribeGroupResponse, error)
 	// Topics.
 	CreateTopic(context.Context, *CreateTopicRequest) (*CreateTopicResponse, error)
 	DescribeTopic(context.Context, *DescribeTopicRequest) (*TopicInfo, error)
@@ -323,6 +353,12 @@ func (UnimplementedRaftMQServer) QueueOffsets(context.Context, *QueueOffsetsRequ
 }
 func (UnimplementedRaftMQServer) OffsetByTime(context.Context, *OffsetByTimeRequest) (*OffsetByTimeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method OffsetByTime not implemented")
+}
+func (UnimplementedRaftMQServer) ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListGroups not implemented")
+}
+func (UnimplementedRaftMQServer) DescribeGroup(context.Context, *DescribeGroupRequest) (*DescribeGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DescribeGroup not implemented")
 }
 func (UnimplementedRaftMQServer) CreateTopic(context.Context, *CreateTopicRequest) (*CreateTopicResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateTopic not implemented")
@@ -534,6 +570,42 @@ func _RaftMQ_OffsetByTime_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RaftMQ_ListGroups_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListGroupsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RaftMQServer).ListGroups(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RaftMQ_ListGroups_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RaftMQServer).ListGroups(ctx, req.(*ListGroupsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RaftMQ_DescribeGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DescribeGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RaftMQServer).DescribeGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RaftMQ_DescribeGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RaftMQServer).DescribeGroup(ctx, req.(*DescribeGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _RaftMQ_CreateTopic_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateTopicRequest)
 	if err := dec(in); err != nil {
@@ -738,6 +810,14 @@ var RaftMQ_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "OffsetByTime",
 			Handler:    _RaftMQ_OffsetByTime_Handler,
+		},
+		{
+			MethodName: "ListGroups",
+			Handler:    _RaftMQ_ListGroups_Handler,
+		},
+		{
+			MethodName: "DescribeGroup",
+			Handler:    _RaftMQ_DescribeGroup_Handler,
 		},
 		{
 			MethodName: "CreateTopic",

@@ -150,6 +150,18 @@ func Cases(l Limits) []Case {
 			_, err := c.QueryOffset(ctx, &pb.QueryOffsetRequest{Group: "g", Topic: T, QueueId: l.MaxQueueID + 1})
 			return err
 		}},
+		{Name: "describegroup/no group", Call: func(ctx context.Context, c pb.RaftMQClient) error {
+			_, err := c.DescribeGroup(ctx, &pb.DescribeGroupRequest{Topic: T})
+			return err
+		}},
+		{Name: "describegroup/long group", Call: func(ctx context.Context, c pb.RaftMQClient) error {
+			_, err := c.DescribeGroup(ctx, &pb.DescribeGroupRequest{Group: strings.Repeat("g", 256)})
+			return err
+		}},
+		{Name: "describegroup/bad topic", Call: func(ctx context.Context, c pb.RaftMQClient) error {
+			_, err := c.DescribeGroup(ctx, &pb.DescribeGroupRequest{Group: "g", Topic: "a b"})
+			return err
+		}},
 		{Name: "queueoffsets/bad queue", Call: func(ctx context.Context, c pb.RaftMQClient) error {
 			_, err := c.QueueOffsets(ctx, &pb.QueueOffsetsRequest{Topic: T, QueueId: -1})
 			return err

@@ -1,0 +1,19 @@
+// Package layers holds the architecture test of the module: every package's
+// imports of other raftmq packages point down the layering
+//
+//	cmd/*, bench                      binaries and the benchmark
+//	internal/nodeproc, bench/ceiling  processes for tests and the bench
+//	node, client, transport/transporttest
+//	transport                         gRPC API server, leader forwarding
+//	node/snapstore                    Raft snapshot store
+//	fsm                               Raft FSM over the store
+//	store                             the message store facade
+//	consumequeue, index, recovery     derived files and their recovery
+//	commitlog                         the message and its log
+//	mmap, internal/lossyfs            mapped files; the lossy test file system
+//	vfs, proto, internal leaves       imported by anything
+//
+// A package may import only packages of a lower layer (never one of its own
+// layer, never one above). Test files are exempt: tests may drive a package
+// from above. It has no code of its own.
+package layers

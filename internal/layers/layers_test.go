@@ -1,0 +1,144 @@
+package layers_test
+
+import (
+	"go/build"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/raftmq/raftmq/"
+
+// layer of every package, by import path below the module; a package may
+// import only packages of a lower layer. A new package must be placed here.
+var layer = map[string]int{
+	"vfs": 0, "proto/raftmq/v1": 0, "internal/buildinfo": 0, "internal/testseed": 0,
+	"internal/testenv": 0, "internal/layers": 0,
+	"mmap": 1, "internal/lossyfs": 1, "transport/transporttest/badinput": 1,
+	"commitlog":    2,
+	"consumequeue": 3, "index": 3, "recovery": 3,
+	"store":          4,
+	"fsm":            5,
+	"node/snapstore": 6,
+	"transport":      7,
+	"node":           8, "client": 8, "transport/transporttest": 8,
+	"internal/nodeproc": 9, "bench/ceiling": 9,
+	"bench": 10, "cmd/node": 10, "cmd/raftmq": 10, "cmd/lossyfs": 10,
+	"cluster-tests": 11, "e2e": 11,
+}
+
+// TestImportsPointDown checks every package's non-test imports against the
+// layering.
+func TestImportsPointDown(t *testing.T) {
+	imports := moduleImports(t)
+	if len(imports) < len(layer)/2 {
+		t.Fatalf("found only %d packages: is the module root right?", len(imports))
+	}
+	if bad := violations(imports); len(bad) > 0 {
+		t.Fatalf("the import graph breaks the layering:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+// The check catches what it is for: an upward import, a sideways one, an
+// unplaced package, and a placed one that is gone.
+func TestViolationsAreFound(t *testing.T) {
+	imports := map[string][]string{}
+	for pkg := range layer {
+		imports[pkg] = nil
+	}
+	imports["store"] = []string{"commitlog", "node"} // up
+	imports["client"] = []string{"node"}             // sideways
+	imports["newpkg"] = nil                          // not placed
+	delete(imports, "index")                         // gone
+	got := strings.Join(violations(imports), "\n")
+	for _, want := range []string{"store imports node", "client imports node", "newpkg: not placed", "index: placed"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("violations miss %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "commitlog") {
+		t.Errorf("a downward import was reported:\n%s", got)
+	}
+}
+
+// violations lists, sorted, every way imports breaks the layering.
+func violations(imports map[string][]string) []string {
+	var bad []string
+	for pkg, deps := range imports {
+		l, ok := layer[pkg]
+		if !ok {
+			bad = append(bad, pkg+": not placed in the layering (add it to layer in internal/layers)")
+			continue
+		}
+		for _, dep := range deps {
+			dl, ok := layer[dep]
+			switch {
+			case !ok:
+				bad = append(bad, pkg+" imports "+dep+", which is not placed in the layering")
+			case dl >= l:
+				bad = append(bad, pkg+" imports "+dep+": not a lower layer")
+			}
+		}
+	}
+	for pkg := range layer {
+		if _, ok := imports[pkg]; !ok {
+			bad = append(bad, pkg+": placed in the layering but not found (moved? remove it)")
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// moduleImports maps every package of the module (path below the module) to
+// the module packages its non-test files import.
+func moduleImports(t *testing.T) map[string][]string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root %s: %v", root, err)
+	}
+	out := map[string][]string{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "docs") {
+			return filepath.SkipDir
+		}
+		if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != root {
+			return filepath.SkipDir // a module of its own (third_party forks)
+		}
+		p, err := build.Default.ImportDir(path, 0)
+		if err != nil {
+			if _, ok := err.(*build.NoGoError); ok {
+				return nil
+			}
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		deps := []string{}
+		for _, imp := range p.Imports {
+			if dep, ok := strings.CutPrefix(imp, module); ok {
+				deps = append(deps, dep)
+			}
+		}
+		out[filepath.ToSlash(rel)] = deps
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

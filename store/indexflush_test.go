@@ -1,0 +1,73 @@
+package store
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/recovery"
+	"github.com/raftmq/raftmq/vfs"
+)
+
+// The periodic flush leaves the index to every IndexFlushInterval while the
+// checkpoint moves on; a power loss then takes the unsynced index pages,
+// and recovery re-indexes from the checkpoint's index state: every message
+// is found by key and by UNIQ_KEY again, exactly once.
+func TestIndexFlushLagsCheckpoint(t *testing.T) {
+	seed := testSeed(t)
+	for _, mode := range []vfs.CrashMode{vfs.DropUnsynced, vfs.TearUnsynced} {
+		rng := rand.New(rand.NewSource(seed))
+		mem := vfs.NewMem()
+		cfg := smallConfig("/data/store")
+		s := mustOpen(t, mem, cfg)
+		if err := s.CreateTopic(header(1), TopicConfig{Name: "ix", Queues: 2}); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		appendSome := func(from, to uint64) {
+			for i := from; i < to; i++ {
+				msgs := make([]commitlog.Message, 4)
+				for j := range msgs {
+					msgs[j] = testMessage("ix", int32(n%2), n, rng)
+					n++
+				}
+				if _, err := s.AppendMessages(header(i), msgs, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		appendSome(2, 20)
+		if err := s.Flush(); err != nil { // index included
+			t.Fatal(err)
+		}
+		appendSome(20, 60)
+		if err := s.flushPeriodic(); err != nil {
+			t.Fatal(err)
+		}
+		ckpt, err := recovery.ReadCheckpoint(mem, cfg.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ckpt.Index.ConfirmOffset <= 0 || ckpt.Index.ConfirmOffset >= ckpt.ConfirmOffset {
+			t.Fatalf("seed %d: checkpoint index state covers %d of %d: the index did not lag", seed, ckpt.Index.ConfirmOffset, ckpt.ConfirmOffset)
+		}
+		crashed := mem.CrashClone(vfs.CrashOptions{Mode: mode, Rand: rand.New(rand.NewSource(seed))})
+		_ = s.Close()
+		s = mustOpen(t, crashed, cfg)
+		for k := 0; k < n; k++ {
+			label := fmt.Sprintf("seed %d mode %v message %d", seed, mode, k)
+			got, err := s.QueryByKey("ix", fmt.Sprintf("k%d", k), 4, 0, 1<<62)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("%s: by key: %v, %d hits", label, err, len(got))
+			}
+			byID, err := s.LookupByMsgID("ix", fmt.Sprintf("U%08d", k))
+			if err != nil || len(byID) != 1 || byID[0].PhysicalOffset != got[0].PhysicalOffset {
+				t.Fatalf("%s: by UNIQ_KEY: %v, %d hits", label, err, len(byID))
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

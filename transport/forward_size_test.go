@@ -1,0 +1,31 @@
+package transport
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
+)
+
+// TestForwardLargeSend: a Send of 4 MiB bodies close to the server's
+// message limit, sent to a follower, reaches the leader whole.
+func TestForwardLargeSend(t *testing.T) {
+	leader := &recBackend{status: ClusterStatus{ID: "n1", LeaderID: "n1"}}
+	leaderAddr, _, _ := startServer(t, leader)
+	follower := &recBackend{err: fmt.Errorf("node: %w", ErrNotLeader),
+		status: ClusterStatus{ID: "n2", LeaderID: "n1", LeaderAPIAddr: leaderAddr}}
+	_, fc, _ := startServer(t, follower)
+	const n, size = 15, 4 << 20 // 60 MiB
+	req := &pb.SendRequest{}
+	for i := range n {
+		req.Messages = append(req.Messages, &pb.Message{Topic: "T", QueueId: 0, Body: bytes.Repeat([]byte{byte('a' + i)}, size)})
+	}
+	resp, err := fc.Send(testCtx(t), req)
+	if err != nil || len(resp.GetResults()) != n {
+		t.Fatalf("send of %d × 4 MiB via a follower: %v (%d results)", n, err, len(resp.GetResults()))
+	}
+	if len(leader.sent) != 1 || len(leader.sent[0]) != n || !bytes.Equal(leader.sent[0][n-1].Body, req.Messages[n-1].Body) {
+		t.Fatalf("leader got %d sends", len(leader.sent))
+	}
+}

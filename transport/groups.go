@@ -1,0 +1,91 @@
+package transport
+
+import (
+	"context"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
+	"github.com/raftmq/raftmq/store"
+)
+
+// leaderRead lets only the verified leader answer a read that must not go
+// back in time (committed offsets). forwarded is true when this node may
+// not answer: resp and err are then the answer of the leader (or the
+// reason it could not be asked).
+func leaderRead[R any](s *Server, ctx context.Context, call func(context.Context, pb.RaftMQClient) (R, error)) (resp R, forwarded bool, err error) {
+	lr, ok := s.b.(LeaderReader)
+	if !ok {
+		return resp, false, nil
+	}
+	if verr := lr.VerifyLeaderRead(ctx); verr != nil {
+		resp, err = forward(s, ctx, verr, call)
+		return resp, true, err
+	}
+	return resp, false, nil
+}
+
+// ListGroups lists the consumer groups with committed offsets, the topics
+// they have them in and their total lag (a leader read).
+func (s *Server) ListGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb.ListGroupsResponse, error) {
+	if resp, fwd, err := leaderRead(s, ctx, func(ctx context.Context, c pb.RaftMQClient) (*pb.ListGroupsResponse, error) {
+		return c.ListGroups(ctx, req)
+	}); fwd {
+		return resp, err
+	}
+	out := &pb.ListGroupsResponse{}
+	var cur *pb.GroupSummary
+	for _, g := range s.b.Reader().GroupProgress("", "") {
+		if cur == nil || cur.Group != g.Group {
+			cur = &pb.GroupSummary{Group: g.Group}
+			out.Groups = append(out.Groups, cur)
+		}
+		if n := len(cur.Topics); n == 0 || cur.Topics[n-1] != g.Topic {
+			cur.Topics = append(cur.Topics, g.Topic)
+		}
+		cur.Lag += g.Lag
+	}
+	return out, nil
+}
+
+// DescribeGroup returns a group's committed offset, the queue's offsets and
+// the lag for every queue of its topics, or of one topic (a leader read).
+func (s *Server) DescribeGroup(ctx context.Context, req *pb.DescribeGroupRequest) (*pb.DescribeGroupResponse, error) {
+	if err := validName("group", req.GetGroup(), MaxGroupLen); err != nil {
+		return nil, err
+	}
+	if req.GetTopic() != "" {
+		if err := ValidTopic(req.GetTopic()); err != nil {
+			return nil, err
+		}
+	}
+	if resp, fwd, err := leaderRead(s, ctx, func(ctx context.Context, c pb.RaftMQClient) (*pb.DescribeGroupResponse, error) {
+		return c.DescribeGroup(ctx, req)
+	}); fwd {
+		return resp, err
+	}
+	st := s.b.Reader()
+	if t := req.GetTopic(); t != "" {
+		if _, ok := st.Topic(t); !ok {
+			return nil, status.Errorf(codes.NotFound, "topic %q does not exist", t)
+		}
+	}
+	qs := st.GroupProgress(req.GetGroup(), req.GetTopic())
+	if len(qs) == 0 {
+		return nil, status.Errorf(codes.NotFound, "group %q has no committed offsets", req.GetGroup())
+	}
+	out := &pb.DescribeGroupResponse{Group: req.GetGroup(), Queues: make([]*pb.GroupQueueProgress, len(qs))}
+	for i, q := range qs {
+		out.Queues[i] = fromGroupQueue(q)
+	}
+	return out, nil
+}
+
+func fromGroupQueue(q store.GroupQueue) *pb.GroupQueueProgress {
+	p := &pb.GroupQueueProgress{Topic: q.Topic, QueueId: q.QueueID, MinOffset: q.Min, MaxOffset: q.Max, Lag: q.Lag}
+	if q.Committed != store.NoCommit {
+		p.Committed, p.CommittedOffset = true, q.Committed
+	}
+	return p
+}
