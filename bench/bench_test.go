@@ -56,7 +56,7 @@ func TestQuickRun(t *testing.T) {
 
 func checkRows(t *testing.T, rep *report) {
 	t.Helper()
-	want := map[string]bool{"produce 1 KiB": false, "produce 16 KiB": false, "pipelined": false,
+	want := map[string]bool{"produce 1 KiB": false, "produce 16 KiB": false, "pipelined": false, "async producers": false,
 		"single synchronous send": false, "p99 at half max": false, "consume catch-up": false, "restart": false}
 	var acked int64
 	for _, r := range rep.Rows {
@@ -91,5 +91,49 @@ func checkRows(t *testing.T, rep *report) {
 	}
 	if acked == 0 {
 		t.Error("no raftmq run acknowledged a message")
+	}
+}
+
+// TestJudges checks the write-path targets on made-up rows: throughput ratio
+// and write amplification on every produce row, the tail on saturating
+// rows, and the async row against the batched row.
+func TestJudges(t *testing.T) {
+	run := func(msgs, p50, p99, amp float64) Summary {
+		return Summary{MsgsPerS: msgs, P50: p50, P99: p99, WriteAmp: amp}
+	}
+	row := func(l load, mq, ceil Summary) Row {
+		return Row{Load: &l, Raftmq: mq.MsgsPerS, Ceiling: ceil.MsgsPerS, RaftmqRuns: []Summary{mq}, CeilingRuns: []Summary{ceil}}
+	}
+	for _, tc := range []struct {
+		name  string
+		judge func(*Row)
+		mq    Summary
+		want  string
+	}{
+		{"fast and lean", judgeProduce, run(900, 1, 5, 2.4), "pass"},
+		{"too slow", judgeProduce, run(700, 1, 5, 2.4), "miss"},
+		{"too many disk bytes", judgeProduce, run(900, 1, 5, 2.6), "miss"},
+		{"write amplification unmeasured", judgeProduce, run(900, 1, 5, 0), "miss"},
+		{"saturated, tight tail", judgeSaturated, run(900, 10, 150, 2), "pass"},
+		{"saturated, long tail", judgeSaturated, run(900, 10, 250, 2), "miss"},
+	} {
+		r := row(pipelinedLoad, tc.mq, run(1000, 1, 1, 1))
+		tc.judge(&r)
+		if r.Result != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, r.Result, r.Target, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		async float64
+		want  string
+	}{{950, "pass"}, {850, "miss"}} {
+		rows := []Row{row(pipelinedLoad, run(1000, 1, 5, 2), run(1000, 1, 1, 1)), row(asyncLoad, run(tc.async, 1, 5, 2), run(tc.async, 1, 1, 1))}
+		for i := range rows {
+			judgeSaturated(&rows[i])
+		}
+		judgeAsyncVsBatched(rows)
+		if rows[1].Result != tc.want {
+			t.Errorf("async at %.0f vs batched 1000: %s, want %s (%s)", tc.async, rows[1].Result, tc.want, rows[1].Note)
+		}
 	}
 }
