@@ -7,7 +7,7 @@ import (
 	"time"
 
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
-	"github.com/raftmq/raftmq/transport"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Send stores msgs as one batch on the leader. Messages without an ID get
@@ -272,7 +272,7 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 }
 
 // ClusterStatus is a node's view of the cluster.
-type ClusterStatus = transport.ClusterStatus
+type ClusterStatus = wire.ClusterStatus
 
 // Status asks the leader for its status or, when no reachable node knows a
 // leader, answers at once with the first reachable node's view (no leader)
@@ -324,7 +324,7 @@ func fromStatus(s *pb.StatusResponse) ClusterStatus {
 		CommitIndex: s.GetCommitIndex(), AppliedIndex: s.GetAppliedIndex(), ConfirmOffset: s.GetConfirmOffset(),
 		MinOffset: s.GetMinOffset(), MaxOffset: s.GetMaxOffset()}
 	for _, m := range s.GetMembers() {
-		out.Members = append(out.Members, transport.Member{ID: m.GetId(), RaftAddr: m.GetRaftAddr(), APIAddr: m.GetApiAddr(), Suffrage: m.GetSuffrage()})
+		out.Members = append(out.Members, wire.Member{ID: m.GetId(), RaftAddr: m.GetRaftAddr(), APIAddr: m.GetApiAddr(), Suffrage: m.GetSuffrage()})
 	}
 	return out
 }

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
-	"github.com/raftmq/raftmq/transport"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Options configure a Client. Zero values take the defaults.
@@ -41,7 +41,7 @@ func (o *Options) defaults() {
 	if len(o.DialOptions) == 0 {
 		o.DialOptions = []grpc.DialOption{
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(transport.MaxResponseBytes), grpc.MaxCallSendMsgSize(transport.MaxRequestBytes),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(wire.MaxResponseBytes), grpc.MaxCallSendMsgSize(wire.MaxRequestBytes),
 				grpc.ForceCodecV2(newPullCodec())),
 			// Pull answers are ~1 MiB (up to 4 MiB by default): read them
 			// in fewer syscalls, and open windows that hold a whole answer
@@ -253,8 +253,8 @@ func (c *Client) write(ctx context.Context, idempotent bool, call func(context.C
 			}
 			return classify(err, true)
 		}
-		reason, hint := transport.RetryReason(err)
-		if reason == transport.ReasonOverloaded {
+		reason, hint := wire.RetryReason(err)
+		if reason == wire.ReasonOverloaded {
 			// The leader's queue was full: nothing was proposed. Same
 			// leader, after the backoff.
 			c.log.Debug("write refused: leader overloaded; backing off", "addr", addr, "error", err)
@@ -385,7 +385,7 @@ func (r *retry) giveUp(attempts int, last error) error {
 	if last == nil {
 		return fmt.Errorf("%w: still failing after %v (%d tries)", ErrUnavailable, r.timeout, attempts)
 	}
-	if reason, _ := transport.RetryReason(last); reason == transport.ReasonOverloaded {
+	if reason, _ := wire.RetryReason(last); reason == wire.ReasonOverloaded {
 		return fmt.Errorf("%w: still refused after %v (%d tries): %w", ErrOverloaded, r.timeout, attempts, last)
 	}
 	return fmt.Errorf("%w: still failing after %v (%d tries): %w", ErrUnavailable, r.timeout, attempts, last)

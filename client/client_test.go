@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/raftmq/raftmq/transport"
+	"github.com/raftmq/raftmq/wire"
 )
 
 func TestLeaderDiscoveryFromFollowerSeed(t *testing.T) {
@@ -48,11 +49,11 @@ func TestFollowsLeaderChange(t *testing.T) {
 	c := newClient(t, aAddr)
 	a.set(func(f *fakeNode) {
 		f.sendErr = transport.ErrNoLeader
-		f.status = transport.ClusterStatus{ID: "n1", LeaderID: "n2", LeaderAPIAddr: bAddr}
+		f.status = wire.ClusterStatus{ID: "n1", LeaderID: "n2", LeaderAPIAddr: bAddr}
 	})
 	b.set(func(f *fakeNode) {
 		f.sendErr = nil
-		f.status = transport.ClusterStatus{ID: "n2", LeaderID: "n2", LeaderAPIAddr: bAddr}
+		f.status = wire.ClusterStatus{ID: "n2", LeaderID: "n2", LeaderAPIAddr: bAddr}
 	})
 	if _, err := c.Send(testCtx(t), NewMessage("T", []byte("x"))); err != nil {
 		t.Fatalf("send: %v", err)
@@ -100,7 +101,7 @@ func TestNoLeaderGivesUp(t *testing.T) {
 	leader, follower, lAddr, _ := cluster(t)
 	c := newClient(t, lAddr)
 	for _, f := range []*fakeNode{leader, follower} {
-		f.set(func(f *fakeNode) { f.sendErr, f.status = transport.ErrNoLeader, transport.ClusterStatus{ID: "x"} })
+		f.set(func(f *fakeNode) { f.sendErr, f.status = transport.ErrNoLeader, wire.ClusterStatus{ID: "x"} })
 	}
 	// The budget is time: the call keeps trying for RetryTimeout, then
 	// gives up with ErrUnavailable (nothing was proposed).

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/raftmq/raftmq/transport"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Errors returned by the client wrap one of these sentinels and the gRPC
@@ -72,7 +72,7 @@ func classify(err error, write bool) error {
 // markNotSent).
 func retrySafe(err error) bool {
 	var ns *notSentError
-	return errors.As(err, &ns) || transport.NotSent(err)
+	return errors.As(err, &ns) || wire.NotSent(err)
 }
 
 // notSentError is an RPC error from a call that never got a connection to

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
-	"github.com/raftmq/raftmq/transport"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // dyingListener accepts connections and resets them at once, as the socket
@@ -80,7 +80,7 @@ func TestLeaderReadDoesNotFallBackToFollower(t *testing.T) {
 	leader, follower, lAddr, fAddr := cluster(t)
 	c := newClient(t, fAddr)
 	for _, f := range []*fakeNode{leader, follower} {
-		f.set(func(f *fakeNode) { f.status = transport.ClusterStatus{ID: "x"} })
+		f.set(func(f *fakeNode) { f.status = wire.ClusterStatus{ID: "x"} })
 	}
 	c.setLeader("")
 	for attempt := range 4 {
@@ -88,7 +88,7 @@ func TestLeaderReadDoesNotFallBackToFollower(t *testing.T) {
 			t.Fatalf("attempt %d with no leader anywhere: read goes to %q (err %v), want ErrUnavailable", attempt, addr, err)
 		}
 	}
-	follower.set(func(f *fakeNode) { f.status = transport.ClusterStatus{ID: "n2", LeaderID: "n1", LeaderAPIAddr: lAddr} })
+	follower.set(func(f *fakeNode) { f.status = wire.ClusterStatus{ID: "n2", LeaderID: "n1", LeaderAPIAddr: lAddr} })
 	for attempt := range 4 {
 		if addr, err := c.readAddr(testCtx(t), attempt); err != nil || addr != lAddr {
 			t.Fatalf("attempt %d: read goes to %q (err %v), want the leader %s", attempt, addr, err, lAddr)

@@ -7,16 +7,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // fakeNode is a transport.Backend whose role the test sets; it counts the
 // Sends it accepted.
 type fakeNode struct {
 	mu      sync.Mutex
-	status  transport.ClusterStatus
+	status  wire.ClusterStatus
 	sendErr error
 	block   bool // Send waits for ctx to end
 	sends   int
@@ -30,7 +31,7 @@ func (f *fakeNode) set(fn func(f *fakeNode)) {
 	fn(f)
 }
 
-func (f *fakeNode) Send(ctx context.Context, msgs []commitlog.Message) ([]store.PutResult, error) {
+func (f *fakeNode) Send(ctx context.Context, msgs []message.Message) ([]store.PutResult, error) {
 	f.mu.Lock()
 	f.sends++
 	err, block := f.sendErr, f.block
@@ -74,7 +75,7 @@ func (f *fakeNode) Join(context.Context, string, string, string) error        { 
 func (f *fakeNode) Remove(context.Context, string) error                      { return f.write() }
 func (f *fakeNode) Transfer(context.Context, string) error                    { return f.write() }
 func (f *fakeNode) Reader() store.Reader                                      { return nil }
-func (f *fakeNode) Status() transport.ClusterStatus {
+func (f *fakeNode) Status() wire.ClusterStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.status
@@ -114,8 +115,8 @@ func deadAddr(t *testing.T) string {
 func cluster(t *testing.T) (leader, follower *fakeNode, lAddr, fAddr string) {
 	leader, follower = &fakeNode{}, &fakeNode{sendErr: transport.ErrNotLeader}
 	lAddr, fAddr = serve(t, leader), serve(t, follower)
-	leader.set(func(f *fakeNode) { f.status = transport.ClusterStatus{ID: "n1", LeaderID: "n1", LeaderAPIAddr: lAddr} })
-	follower.set(func(f *fakeNode) { f.status = transport.ClusterStatus{ID: "n2", LeaderID: "n1", LeaderAPIAddr: lAddr} })
+	leader.set(func(f *fakeNode) { f.status = wire.ClusterStatus{ID: "n1", LeaderID: "n1", LeaderAPIAddr: lAddr} })
+	follower.set(func(f *fakeNode) { f.status = wire.ClusterStatus{ID: "n2", LeaderID: "n1", LeaderAPIAddr: lAddr} })
 	return
 }
 

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
-	"github.com/raftmq/raftmq/transport"
 )
 
 // Message is a message to send. Build one with NewMessage and the With
@@ -60,13 +60,13 @@ func (m Message) WithProperty(k, v string) Message {
 func (m Message) toProto() *pb.Message {
 	var props []*pb.Property
 	if m.ID != "" {
-		props = append(props, &pb.Property{Key: transport.PropUniqKey, Value: m.ID})
+		props = append(props, &pb.Property{Key: message.PropertyUniqKey, Value: m.ID})
 	}
 	if len(m.Keys) > 0 {
-		props = append(props, &pb.Property{Key: transport.PropKeys, Value: strings.Join(m.Keys, " ")})
+		props = append(props, &pb.Property{Key: message.PropertyKeys, Value: strings.Join(m.Keys, " ")})
 	}
 	if m.Tag != "" {
-		props = append(props, &pb.Property{Key: transport.PropTags, Value: m.Tag})
+		props = append(props, &pb.Property{Key: message.PropertyTags, Value: m.Tag})
 	}
 	keys := make([]string, 0, len(m.Properties))
 	for k := range m.Properties {
@@ -154,7 +154,7 @@ func fromStored(m *pb.StoredMessage) ReceivedMessage {
 		StoreTimestamp: m.GetStoreTimestamp(), BornTimestamp: m.GetBornTimestamp(),
 		BornHost: m.GetBornHost(), StoreHost: m.GetStoreHost(), Flag: m.GetFlag(),
 		SysFlag: m.GetSysFlag(), ReconsumeTimes: m.GetReconsumeTimes(), BodyCRC: m.GetBodyCrc(),
-		Tags: props[transport.PropTags], Keys: strings.Fields(props[transport.PropKeys]),
+		Tags: props[message.PropertyTags], Keys: strings.Fields(props[message.PropertyKeys]),
 		Properties: props, Body: m.GetBody(),
 	}
 }

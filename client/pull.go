@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
-	"github.com/raftmq/raftmq/transport"
 )
 
 // PullBatch is a pull answer kept in its wire form: the messages stay packed
@@ -46,11 +45,11 @@ func (c *Client) PullBatch(ctx context.Context, req PullRequest) (*PullBatch, er
 // Next decodes the next message. ok is false after the last one. The
 // record's Body, Topic and Properties alias the batch (valid as long as the
 // batch is referenced; copy them to change them). Every record is checked
-// whole, body CRC included; err (matching commitlog.ErrCorrupt) means the
+// whole, body CRC included; err (matching message.ErrCorrupt) means the
 // answer is damaged and the rest of the batch is dropped.
-func (b *PullBatch) Next() (r commitlog.Record, ok bool, err error) {
+func (b *PullBatch) Next() (r message.Record, ok bool, err error) {
 	if len(b.records) > 0 {
-		r, err = commitlog.DecodeRecord(b.records)
+		r, err = message.DecodeRecord(b.records)
 		if err != nil {
 			b.records = nil
 			return r, false, fmt.Errorf("client: pull answer: %w", err)
@@ -67,9 +66,9 @@ func (b *PullBatch) Next() (r commitlog.Record, ok bool, err error) {
 }
 
 // storedRecord converts a message of the older answer form.
-func (b *PullBatch) storedRecord(m *pb.StoredMessage) commitlog.Record {
-	born, _ := transport.ParseHostPort(m.GetBornHost())
-	store, _ := transport.ParseHostPort(m.GetStoreHost())
+func (b *PullBatch) storedRecord(m *pb.StoredMessage) message.Record {
+	born, _ := message.ParseHostPort(m.GetBornHost())
+	store, _ := message.ParseHostPort(m.GetStoreHost())
 	b.scratch = b.scratch[:0]
 	for _, p := range m.GetProperties() {
 		b.scratch = append(b.scratch, p.GetKey()...)
@@ -78,8 +77,8 @@ func (b *PullBatch) storedRecord(m *pb.StoredMessage) commitlog.Record {
 		b.scratch = append(b.scratch, 2)
 	}
 	props := bytes.Clone(b.scratch)
-	return commitlog.Record{
-		Size:    int32(commitlog.RecordSize(len(m.GetBody()), len(m.GetTopic()), len(props))),
+	return message.Record{
+		Size:    int32(message.RecordSize(len(m.GetBody()), len(m.GetTopic()), len(props))),
 		BodyCRC: m.GetBodyCrc(), QueueID: m.GetQueueId(), Flag: m.GetFlag(),
 		QueueOffset: m.GetQueueOffset(), PhysicalOffset: m.GetPhysicalOffset(), SysFlag: m.GetSysFlag(),
 		BornTimestamp: m.GetBornTimestamp(), BornHost: born, StoreTimestamp: m.GetStoreTimestamp(),
@@ -90,7 +89,7 @@ func (b *PullBatch) storedRecord(m *pb.StoredMessage) commitlog.Record {
 
 // Messages decodes the rest of the batch.
 func (b *PullBatch) Messages() ([]ReceivedMessage, error) {
-	out := make([]ReceivedMessage, 0, len(b.stored)+len(b.records)/commitlog.RecordFixedSize/8)
+	out := make([]ReceivedMessage, 0, len(b.stored)+len(b.records)/message.RecordFixedSize/8)
 	for {
 		r, ok, err := b.Next()
 		if err != nil {
@@ -104,10 +103,10 @@ func (b *PullBatch) Messages() ([]ReceivedMessage, error) {
 }
 
 // fromRecord is the ReceivedMessage of a record; Body aliases r.Body.
-func fromRecord(r *commitlog.Record) ReceivedMessage {
+func fromRecord(r *message.Record) ReceivedMessage {
 	props := decodeProperties(r.Properties)
-	off := commitlog.OffsetMsgID(r.StoreHost, r.PhysicalOffset)
-	id := props[transport.PropUniqKey]
+	off := message.OffsetMsgID(r.StoreHost, r.PhysicalOffset)
+	id := props[message.PropertyUniqKey]
 	if id == "" {
 		id = off
 	}
@@ -115,29 +114,18 @@ func fromRecord(r *commitlog.Record) ReceivedMessage {
 		Topic: string(r.Topic), QueueID: r.QueueID, QueueOffset: r.QueueOffset,
 		PhysicalOffset: r.PhysicalOffset, MsgID: id, OffsetMsgID: off,
 		StoreTimestamp: r.StoreTimestamp, BornTimestamp: r.BornTimestamp,
-		BornHost: transport.FormatHostPort(r.BornHost), StoreHost: transport.FormatHostPort(r.StoreHost),
+		BornHost: r.BornHost.String(), StoreHost: r.StoreHost.String(),
 		Flag: r.Flag, SysFlag: r.SysFlag, ReconsumeTimes: r.ReconsumeTimes, BodyCRC: r.BodyCRC,
-		Tags: props[transport.PropTags], Keys: strings.Fields(props[transport.PropKeys]),
+		Tags: props[message.PropertyTags], Keys: strings.Fields(props[message.PropertyKeys]),
 		Properties: props, Body: r.Body,
 	}
 }
 
-// decodeProperties parses RocketMQ's property encoding into a map; pairs
-// without a key/value separator or with an empty key are skipped, as
-// transport.DecodeProperties does.
+// decodeProperties is the map of RocketMQ-encoded properties
+// (message.Properties; a later pair with the same key wins).
 func decodeProperties(b []byte) map[string]string {
 	props := make(map[string]string, bytes.Count(b, []byte{2})+1)
-	for len(b) > 0 {
-		pair := b
-		if i := bytes.IndexByte(b, 2); i >= 0 {
-			pair, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		k, v, ok := bytes.Cut(pair, []byte{1})
-		if !ok || len(k) == 0 {
-			continue
-		}
+	for k, v := range message.Properties(b) {
 		props[string(k)] = string(v)
 	}
 	return props

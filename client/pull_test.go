@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/internal/testseed"
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/transport/transporttest"
 )
@@ -109,7 +109,7 @@ func TestPullBatchDamagedRecord(t *testing.T) {
 	if err != nil || len(b.records) == 0 {
 		t.Fatalf("pull: %v, %d record bytes", err, len(b.records))
 	}
-	b.records[commitlog.OffBody+2] ^= 1 // inside the body
+	b.records[message.OffBody+2] ^= 1 // inside the body
 	if _, err := b.Messages(); err == nil {
 		t.Fatal("a flipped body bit was not detected")
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftmq/raftmq/transport"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // With no leader anywhere, Status answers at once with a reachable node's
@@ -16,7 +16,7 @@ func TestStatusWithoutLeaderAnswers(t *testing.T) {
 	a, b, aAddr, bAddr := cluster(t)
 	for i, n := range []*fakeNode{a, b} {
 		id := []string{"n1", "n2"}[i]
-		n.set(func(f *fakeNode) { f.status = transport.ClusterStatus{ID: id, State: "Follower", Term: 7} })
+		n.set(func(f *fakeNode) { f.status = wire.ClusterStatus{ID: id, State: "Follower", Term: 7} })
 	}
 	c := newClient(t, aAddr, bAddr)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -44,8 +44,8 @@ func TestStatusWithoutLeaderAnswers(t *testing.T) {
 		t.Fatalf("status after the leader died: %+v %v (want a node's view, promptly)", st, err)
 	}
 	// Once a leader is known again, Status is the leader's.
-	b.set(func(f *fakeNode) { f.status = transport.ClusterStatus{ID: "n2", LeaderID: "n2", LeaderAPIAddr: bAddr} })
-	a.set(func(f *fakeNode) { f.status = transport.ClusterStatus{ID: "n1", LeaderID: "n2", LeaderAPIAddr: bAddr} })
+	b.set(func(f *fakeNode) { f.status = wire.ClusterStatus{ID: "n2", LeaderID: "n2", LeaderAPIAddr: bAddr} })
+	a.set(func(f *fakeNode) { f.status = wire.ClusterStatus{ID: "n1", LeaderID: "n2", LeaderAPIAddr: bAddr} })
 	if st, err := c.Status(ctx); err != nil || st.ID != "n2" {
 		t.Fatalf("status with leader n2: %+v %v", st, err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/raftmq/raftmq/internal/nodeproc"
 	"github.com/raftmq/raftmq/internal/testenv"
 	"github.com/raftmq/raftmq/internal/testseed"
-	"github.com/raftmq/raftmq/transport"
+	"github.com/raftmq/raftmq/wire"
 )
 
 var chaosDuration = flag.Duration("chaos.duration", 0, "run chaos schedules back to back for this long (0: one short schedule)")
@@ -327,7 +327,7 @@ func (tc *testCluster) waitVoters(ctx context.Context, d time.Duration) error {
 			if err == nil {
 				voters := 0
 				for _, m := range s.Members {
-					if m.Suffrage == transport.SuffrageVoter {
+					if m.Suffrage == wire.SuffrageVoter {
 						voters++
 					}
 				}

@@ -22,7 +22,7 @@ import (
 	"github.com/raftmq/raftmq/internal/nodeproc"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/store"
-	"github.com/raftmq/raftmq/transport"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // nodeConfig is the TOML every node runs with: small segments so rolls,
@@ -304,7 +304,7 @@ func (tc *testCluster) sameState(ctx context.Context) (string, error) {
 		}
 		voters := 0
 		for _, m := range s.Members {
-			if m.Suffrage == transport.SuffrageVoter {
+			if m.Suffrage == wire.SuffrageVoter {
 				voters++
 			}
 		}

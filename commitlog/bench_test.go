@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/mmap"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -27,17 +28,17 @@ const (
 	benchBodySize = 1 << 10
 )
 
-func benchMessages() ([]Message, []int64) {
-	msgs := make([]Message, benchMsgs)
+func benchMessages() ([]message.Message, []int64) {
+	msgs := make([]message.Message, benchMsgs)
 	qoffs := make([]int64, benchMsgs)
-	props, _ := EncodeProperties(Property{PropertyTags, "TagA"}, Property{PropertyKeys, "order-1"},
-		Property{PropertyUniqKey, "7F0000010B5C18B4AAC2470E0B820000"})
+	props, _ := message.EncodeProperties(message.Property{Key: message.PropertyTags, Value: "TagA"}, message.Property{Key: message.PropertyKeys, Value: "order-1"},
+		message.Property{Key: message.PropertyUniqKey, Value: "7F0000010B5C18B4AAC2470E0B820000"})
 	for i := range msgs {
 		body := make([]byte, benchBodySize)
 		for j := range body {
 			body[j] = byte(i*7 + j)
 		}
-		msgs[i] = Message{Topic: "BenchTopic", QueueID: int32(i % 8), BornTimestamp: 1700000000000,
+		msgs[i] = message.Message{Topic: "BenchTopic", QueueID: int32(i % 8), BornTimestamp: 1700000000000,
 			BornHost: testHost, Body: body, Properties: props}
 		qoffs[i] = int64(i)
 	}
@@ -62,10 +63,10 @@ func BenchmarkAppend(b *testing.B) {
 	l := benchLog(b)
 	msgs, qoffs := benchMessages()
 	size := EntrySize(nil, msgs)
-	h := EntryHeader{Kind: KindMessages, Term: 1, StoreTimestamp: 1700000000000, StoreHost: testHost}
+	h := EntryHeader{Kind: message.KindMessages, Term: 1, StoreTimestamp: 1700000000000, StoreHost: testHost}
 	out := make([]RecordPos, 0, benchMsgs)
 	appendOne := func() {
-		if l.WriteOffset()+size+BlankSize > benchSegment {
+		if l.WriteOffset()+size+message.BlankSize > benchSegment {
 			l.q.SetWriteOffset(0) // rewrite the same warm pages; no roll
 		}
 		h.RaftIndex++
@@ -74,7 +75,7 @@ func BenchmarkAppend(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for l.WriteOffset()+size+BlankSize <= benchSegment { // warm every page once
+	for l.WriteOffset()+size+message.BlankSize <= benchSegment { // warm every page once
 		appendOne()
 	}
 	b.SetBytes(size)
@@ -95,12 +96,12 @@ func BenchmarkMemcpyBaseline(b *testing.B) {
 	defer f.Close()
 	msgs, qoffs := benchMessages()
 	src := make([]byte, EntrySize(nil, msgs))
-	h := EntryHeader{Kind: KindMessages, RaftIndex: 1, Term: 1, StoreTimestamp: 1700000000000, StoreHost: testHost}
+	h := EntryHeader{Kind: message.KindMessages, RaftIndex: 1, Term: 1, StoreTimestamp: 1700000000000, StoreHost: testHost}
 	encodeEntry(src, 0, &h, nil, msgs, qoffs, nil)
 	dst := f.Bytes()
 	var pos int
 	copyOne := func() {
-		if pos+len(src)+BlankSize > len(dst) {
+		if pos+len(src)+message.BlankSize > len(dst) {
 			pos = 0
 		}
 		pos += copy(dst[pos:], src)
@@ -123,7 +124,7 @@ const benchScanBytes = 64 << 20
 func scanLog(b *testing.B) *Log {
 	l := benchLog(b)
 	msgs, qoffs := benchMessages()
-	h := EntryHeader{Kind: KindMessages, Term: 1, StoreTimestamp: 1700000000000, StoreHost: testHost}
+	h := EntryHeader{Kind: message.KindMessages, Term: 1, StoreTimestamp: 1700000000000, StoreHost: testHost}
 	for l.WriteOffset() < benchScanBytes {
 		h.RaftIndex++
 		if _, _, err := l.AppendEntry(h, nil, msgs, qoffs, nil); err != nil {
@@ -152,11 +153,12 @@ func BenchmarkScanCRCBaseline(b *testing.B) {
 	l := scanLog(b)
 	end := l.WriteOffset()
 	data := l.Segments()[0].File.Bytes()[:end]
+	table := crc32.MakeTable(crc32.Castagnoli)
 	b.SetBytes(end)
 	b.ResetTimer()
 	var sink uint32
 	for i := 0; i < b.N; i++ {
-		sink += crc32.Checksum(data, castagnoli)
+		sink += crc32.Checksum(data, table)
 	}
 	_ = sink
 }
@@ -173,13 +175,13 @@ func BenchmarkAppendVsMemcpy(b *testing.B) {
 	defer f.Close()
 	msgs, qoffs := benchMessages()
 	size := EntrySize(nil, msgs)
-	h := EntryHeader{Kind: KindMessages, Term: 1, StoreTimestamp: 1700000000000, StoreHost: testHost}
+	h := EntryHeader{Kind: message.KindMessages, Term: 1, StoreTimestamp: 1700000000000, StoreHost: testHost}
 	src := make([]byte, size)
 	encodeEntry(src, 0, &h, nil, msgs, qoffs, nil)
 	dst, pos := f.Bytes(), 0
 	out := make([]RecordPos, 0, benchMsgs)
 	step := func() (time.Duration, time.Duration) {
-		if l.WriteOffset()+size+BlankSize > benchSegment {
+		if l.WriteOffset()+size+message.BlankSize > benchSegment {
 			l.q.SetWriteOffset(0)
 			pos = 0
 		}
@@ -190,7 +192,7 @@ func BenchmarkAppendVsMemcpy(b *testing.B) {
 		pos += copy(dst[pos:], src)
 		return t1.Sub(t0), time.Since(t1)
 	}
-	for l.WriteOffset()+size+BlankSize <= benchSegment {
+	for l.WriteOffset()+size+message.BlankSize <= benchSegment {
 		step()
 	}
 	b.SetBytes(size)

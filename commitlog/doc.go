@@ -5,7 +5,7 @@
 //
 // # Layout
 //
-// format.go documents every byte. In short: a segment is a run of entries and
+// message/format.go documents every byte. In short: a segment is a run of entries and
 // ends with RocketMQ's BLANK filler. An entry is a 48-byte frame record (own
 // magic 0xDAA32FE0, Raft index and term, store timestamp, message count,
 // entry size, CRC32C over the whole entry) followed by an optional command
@@ -16,15 +16,11 @@
 // bytes), BODYCRC is CRC-32 IEEE of the body. Consume queues point only at
 // message records, so RocketMQ readers never meet a frame.
 //
-// # Codec
+// # Records
 //
-// EncodeRecord, DecodeRecord, EncodeFrame, DecodeFrame and EntryCRC work on
-// plain byte slices and do not allocate; decoded records alias their input.
-// DecodeRecord checks the record whole (every length against TOTALSIZE and
-// the body CRC); all decode errors match ErrCorrupt. ValidateMessage applies
-// the input rules (topic charset and length, queue id, body and properties
-// size). Property helpers (EncodeProperties, GetProperty), TagsCode (Java's
-// String.hashCode) and OffsetMsgID complete what the store needs.
+// The bytes of a record and of a frame, their codec, the property encoding
+// and the input rules are package message's (a leaf the Go client shares);
+// this package writes and scans them in segments.
 //
 // # Log
 //

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/raftmq/raftmq/internal/testseed"
+	"github.com/raftmq/raftmq/message"
 )
 
 // TestEncodeEntryMatchesReference: the one-pass writer (CRC over the source
@@ -16,19 +17,19 @@ import (
 func TestEncodeEntryMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewSource(testseed.Seed(t)))
 	for iter := 0; iter < 300; iter++ {
-		h := EntryHeader{Kind: KindMessages, RaftIndex: rng.Uint64(), Term: rng.Uint64(), StoreTimestamp: rng.Int63(), StoreHost: testHost}
+		h := EntryHeader{Kind: message.KindMessages, RaftIndex: rng.Uint64(), Term: rng.Uint64(), StoreTimestamp: rng.Int63(), StoreHost: testHost}
 		var command []byte
 		n := rng.Intn(20)
 		if rng.Intn(5) == 0 {
-			h.Kind, n = KindCommand, 0
+			h.Kind, n = message.KindCommand, 0
 			command = randBytes(rng, rng.Intn(3000))
 		}
-		msgs := make([]Message, n)
+		msgs := make([]message.Message, n)
 		qoffs := make([]int64, n)
 		for i := range msgs {
-			msgs[i] = Message{
+			msgs[i] = message.Message{
 				Topic: "T" + string(randBytes(rng, rng.Intn(100)+1)), QueueID: rng.Int31(), Flag: rng.Int31(),
-				BornTimestamp: rng.Int63(), BornHost: HostPort{IP: [4]byte{1, 2, 3, 4}, Port: rng.Int31()},
+				BornTimestamp: rng.Int63(), BornHost: message.HostPort{IP: [4]byte{1, 2, 3, 4}, Port: rng.Int31()},
 				ReconsumeTimes: rng.Int31(), PreparedTxOffset: rng.Int63(),
 				Body: randBytes(rng, []int{0, 1, 100, 1024, 5000}[rng.Intn(5)]), Properties: randBytes(rng, []int{0, 3, 900, 1100, 4000}[rng.Intn(5)]),
 			}
@@ -40,11 +41,11 @@ func TestEncodeEntryMatchesReference(t *testing.T) {
 		pos := encodeEntry(got, start, &h, command, msgs, qoffs, nil)
 
 		want := make([]byte, size)
-		_ = EncodeFrame(want, FrameHeader{Size: int32(FrameSize + len(command)), Kind: h.Kind, EntrySize: int32(size),
+		_ = message.EncodeFrame(want, message.FrameHeader{Size: int32(message.FrameSize + len(command)), Kind: h.Kind, EntrySize: int32(size),
 			RaftIndex: h.RaftIndex, Term: h.Term, StoreTimestamp: h.StoreTimestamp, Count: int32(n)})
-		p := FrameSize + copy(want[FrameSize:], command)
+		p := message.FrameSize + copy(want[message.FrameSize:], command)
 		for i := range msgs {
-			k, err := EncodeRecord(want[p:], &msgs[i], StoreFields{QueueOffset: qoffs[i], PhysicalOffset: start + int64(p),
+			k, err := message.EncodeRecord(want[p:], &msgs[i], message.StoreFields{QueueOffset: qoffs[i], PhysicalOffset: start + int64(p),
 				StoreTimestamp: h.StoreTimestamp, StoreHost: h.StoreHost})
 			if err != nil {
 				t.Fatal(err)
@@ -54,7 +55,7 @@ func TestEncodeEntryMatchesReference(t *testing.T) {
 			}
 			p += k
 		}
-		be.PutUint32(want[FrameOffCRC:], EntryCRC(want))
+		be.PutUint32(want[message.FrameOffCRC:], message.EntryCRC(want))
 		if !bytes.Equal(got, want) {
 			t.Fatalf("iter %d: encoded entry differs from the reference encoding", iter)
 		}

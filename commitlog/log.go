@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/mmap"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -27,11 +29,11 @@ type Config struct {
 
 // EntryHeader is what a Raft entry contributes to its frame and records.
 type EntryHeader struct {
-	Kind           Kind
+	Kind           message.Kind
 	RaftIndex      uint64
 	Term           uint64
 	StoreTimestamp int64
-	StoreHost      HostPort
+	StoreHost      message.HostPort
 }
 
 // RecordPos locates one appended message record.
@@ -61,7 +63,7 @@ func Open(fs vfs.FS, cfg Config) (*Log, error) {
 	if cfg.FileSize == 0 {
 		cfg.FileSize = DefaultFileSize
 	}
-	if cfg.FileSize < 2*(FrameSize+BlankSize) || cfg.FileSize > 1<<31-1 {
+	if cfg.FileSize < 2*(message.FrameSize+message.BlankSize) || cfg.FileSize > 1<<31-1 {
 		return nil, fmt.Errorf("commitlog: file size %d out of range", cfg.FileSize)
 	}
 	if cfg.Logger == nil {
@@ -110,35 +112,35 @@ func (l *Log) Close() error { return l.q.Close() }
 
 // EntrySize is the bytes AppendEntry will write for this entry (frame,
 // command and records), without any blank.
-func EntrySize(command []byte, msgs []Message) int64 {
-	n := int64(FrameSize + len(command))
+func EntrySize(command []byte, msgs []message.Message) int64 {
+	n := int64(message.FrameSize + len(command))
 	for i := range msgs {
-		n += int64(MessageSize(&msgs[i]))
+		n += int64(message.MessageSize(&msgs[i]))
 	}
 	return n
 }
 
 // checkEntry validates an entry before anything is written.
-func (l *Log) checkEntry(h *EntryHeader, command []byte, msgs []Message, queueOffsets []int64) (int64, error) {
+func (l *Log) checkEntry(h *EntryHeader, command []byte, msgs []message.Message, queueOffsets []int64) (int64, error) {
 	switch {
-	case !h.Kind.valid():
+	case !h.Kind.Valid():
 		return 0, fmt.Errorf("%w: kind %d", ErrBadEntry, h.Kind)
-	case h.Kind != KindCommand && len(command) > 0:
+	case h.Kind != message.KindCommand && len(command) > 0:
 		return 0, fmt.Errorf("%w: command payload in a kind %d entry", ErrBadEntry, h.Kind)
-	case h.Kind != KindMessages && len(msgs) > 0:
+	case h.Kind != message.KindMessages && len(msgs) > 0:
 		return 0, fmt.Errorf("%w: messages in a kind %d entry", ErrBadEntry, h.Kind)
 	case len(queueOffsets) != len(msgs):
 		return 0, fmt.Errorf("%w: %d queue offsets for %d messages", ErrBadEntry, len(queueOffsets), len(msgs))
-	case len(command) > MaxCommandSize:
+	case len(command) > message.MaxCommandSize:
 		return 0, fmt.Errorf("%w: command of %d bytes", ErrEntryTooLarge, len(command))
 	}
 	for i := range msgs {
-		if err := checkLengths(&msgs[i]); err != nil {
+		if err := message.CheckLengths(&msgs[i]); err != nil {
 			return 0, fmt.Errorf("message %d: %w", i, err)
 		}
 	}
 	size := EntrySize(command, msgs)
-	if size > l.fileSize-BlankSize {
+	if size > l.fileSize-message.BlankSize {
 		return 0, fmt.Errorf("%w: %d bytes, segment %d", ErrEntryTooLarge, size, l.fileSize)
 	}
 	return size, nil
@@ -152,7 +154,7 @@ func (l *Log) checkEntry(h *EntryHeader, command []byte, msgs []Message, queueOf
 // position to out. Nothing is written when the entry is invalid. Messages
 // are expected to have passed ValidateMessage; only what the layout cannot
 // represent is rechecked.
-func (l *Log) AppendEntry(h EntryHeader, command []byte, msgs []Message, queueOffsets []int64, out []RecordPos) (int64, []RecordPos, error) {
+func (l *Log) AppendEntry(h EntryHeader, command []byte, msgs []message.Message, queueOffsets []int64, out []RecordPos) (int64, []RecordPos, error) {
 	size, err := l.checkEntry(&h, command, msgs, queueOffsets)
 	if err != nil {
 		return 0, out, err
@@ -181,15 +183,15 @@ func (l *Log) segmentFor(size int64) (mmap.Segment, error) {
 		return seg, fmt.Errorf("commitlog: write offset %d before the last segment %d", wo, seg.Start)
 	}
 	left := seg.End() - wo
-	if size+BlankSize <= left {
+	if size+message.BlankSize <= left {
 		return seg, nil
 	}
-	if left < BlankSize {
+	if left < message.BlankSize {
 		return seg, fmt.Errorf("commitlog: %d bytes left in segment %s, less than a blank", left, seg.File.Name())
 	}
 	b := seg.File.Bytes()[wo-seg.Start:]
-	be.PutUint32(b[OffTotalSize:], uint32(left))
-	be.PutUint32(b[OffMagic:], MagicBlank)
+	be.PutUint32(b[message.OffTotalSize:], uint32(left))
+	be.PutUint32(b[message.OffMagic:], message.MagicBlank)
 	l.q.SetWriteOffset(seg.End())
 	return l.roll()
 }
@@ -241,8 +243,8 @@ func (l *Log) StoreTimestampAt(phy int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if len(b) < RecordFixedSize || be.Uint32(b[OffMagic:]) != MagicMessageV1 {
+	if len(b) < message.RecordFixedSize || be.Uint32(b[message.OffMagic:]) != message.MagicMessageV1 {
 		return 0, fmt.Errorf("%w: %d", ErrNotRecord, phy)
 	}
-	return int64(be.Uint64(b[OffStoreTimestamp:])), nil
+	return int64(be.Uint64(b[message.OffStoreTimestamp:])), nil
 }

@@ -8,10 +8,11 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
-var testHost = HostPort{IP: [4]byte{10, 1, 2, 3}, Port: 10911}
+var testHost = message.HostPort{IP: [4]byte{10, 1, 2, 3}, Port: 10911}
 
 func openTestLog(t testing.TB, fs vfs.FS, fileSize int64) *Log {
 	t.Helper()
@@ -28,9 +29,9 @@ type written struct {
 	start   int64
 	size    int64
 	index   uint64
-	kind    Kind
+	kind    message.Kind
 	command []byte
-	msgs    []Message
+	msgs    []message.Message
 	qoffs   []int64
 	pos     []RecordPos
 }
@@ -45,12 +46,12 @@ type appender struct {
 	entries []written
 }
 
-func (a *appender) append(kind Kind, nmsgs int, maxBody int) written {
+func (a *appender) append(kind message.Kind, nmsgs int, maxBody int) written {
 	a.t.Helper()
 	a.index++
 	w := written{index: a.index, kind: kind}
 	switch kind {
-	case KindMessages:
+	case message.KindMessages:
 		for i := 0; i < nmsgs; i++ {
 			m := randMessage(a.rng)
 			m.Body = m.Body[:min(len(m.Body), maxBody)]
@@ -58,7 +59,7 @@ func (a *appender) append(kind Kind, nmsgs int, maxBody int) written {
 			w.qoffs = append(w.qoffs, a.qoff)
 			a.qoff++
 		}
-	case KindCommand:
+	case message.KindCommand:
 		w.command = make([]byte, 1+a.rng.Intn(100))
 		a.rng.Read(w.command)
 	}
@@ -76,11 +77,11 @@ func (a *appender) appendRandom(n int, maxBody int) {
 	for i := 0; i < n; i++ {
 		switch r := a.rng.Intn(10); {
 		case r == 0:
-			a.append(KindCommand, 0, 0)
+			a.append(message.KindCommand, 0, 0)
 		case r == 1:
-			a.append(KindNoop, 0, 0)
+			a.append(message.KindNoop, 0, 0)
 		default:
-			a.append(KindMessages, 1+a.rng.Intn(8), maxBody)
+			a.append(message.KindMessages, 1+a.rng.Intn(8), maxBody)
 		}
 	}
 }
@@ -112,7 +113,7 @@ func TestAppendAndRead(t *testing.T) {
 				t.Fatalf("StoreTimestampAt: %d %v", ts, err)
 			}
 			raw, err := l.ReadAt(p.Offset, p.Size)
-			if err != nil || len(raw) != int(p.Size) || be.Uint32(raw[OffMagic:]) != MagicMessageV1 {
+			if err != nil || len(raw) != int(p.Size) || be.Uint32(raw[message.OffMagic:]) != message.MagicMessageV1 {
 				t.Fatalf("ReadAt: %v", err)
 			}
 		}
@@ -133,24 +134,24 @@ func TestAppendAndRead(t *testing.T) {
 
 func TestAppendRejects(t *testing.T) {
 	l := openTestLog(t, vfs.NewMem(), 64<<10)
-	good := []Message{{Topic: "t", Body: []byte("x")}}
-	big := []Message{{Topic: "t", Body: make([]byte, 64<<10)}}
-	h := func(k Kind) EntryHeader { return EntryHeader{Kind: k, RaftIndex: 1, Term: 1} }
+	good := []message.Message{{Topic: "t", Body: []byte("x")}}
+	big := []message.Message{{Topic: "t", Body: make([]byte, 64<<10)}}
+	h := func(k message.Kind) EntryHeader { return EntryHeader{Kind: k, RaftIndex: 1, Term: 1} }
 	cases := []struct {
 		name string
 		h    EntryHeader
 		cmd  []byte
-		msgs []Message
+		msgs []message.Message
 		q    []int64
 		want error
 	}{
 		{"kind 0", h(0), nil, nil, nil, ErrBadEntry},
-		{"command in messages", h(KindMessages), []byte("c"), good, []int64{0}, ErrBadEntry},
-		{"messages in command", h(KindCommand), []byte("c"), good, []int64{0}, ErrBadEntry},
-		{"messages in noop", h(KindNoop), nil, good, []int64{0}, ErrBadEntry},
-		{"queue offsets", h(KindMessages), nil, good, nil, ErrBadEntry},
-		{"too large", h(KindMessages), nil, big, []int64{0}, ErrEntryTooLarge},
-		{"bad topic", h(KindMessages), nil, []Message{{Body: []byte("x")}}, []int64{0}, ErrBadTopic},
+		{"command in messages", h(message.KindMessages), []byte("c"), good, []int64{0}, ErrBadEntry},
+		{"messages in command", h(message.KindCommand), []byte("c"), good, []int64{0}, ErrBadEntry},
+		{"messages in noop", h(message.KindNoop), nil, good, []int64{0}, ErrBadEntry},
+		{"queue offsets", h(message.KindMessages), nil, good, nil, ErrBadEntry},
+		{"too large", h(message.KindMessages), nil, big, []int64{0}, ErrEntryTooLarge},
+		{"bad topic", h(message.KindMessages), nil, []message.Message{{Body: []byte("x")}}, []int64{0}, message.ErrBadTopic},
 	}
 	for _, c := range cases {
 		if _, _, err := l.AppendEntry(c.h, c.cmd, c.msgs, c.q, nil); !errors.Is(err, c.want) {
@@ -161,8 +162,8 @@ func TestAppendRejects(t *testing.T) {
 		t.Fatalf("rejected entries changed the log: write offset %d, %d segments", l.WriteOffset(), len(l.Segments()))
 	}
 	// The largest entry that fits (with its blank) is accepted.
-	fit := []Message{{Topic: "t", Body: make([]byte, 64<<10-BlankSize-FrameSize-RecordFixedSize-1)}}
-	if _, _, err := l.AppendEntry(h(KindMessages), nil, fit, []int64{0}, nil); err != nil {
+	fit := []message.Message{{Topic: "t", Body: make([]byte, 64<<10-message.BlankSize-message.FrameSize-message.RecordFixedSize-1)}}
+	if _, _, err := l.AppendEntry(h(message.KindMessages), nil, fit, []int64{0}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -178,7 +179,7 @@ func TestBlankAndRoll(t *testing.T) {
 		t.Fatalf("%d segments, want several", len(segs))
 	}
 	for _, w := range a.entries {
-		if w.start/fileSize != (w.start+w.size+BlankSize-1)/fileSize {
+		if w.start/fileSize != (w.start+w.size+message.BlankSize-1)/fileSize {
 			t.Fatalf("entry %d [%d,%d) leaves no room for a blank in its segment", w.index, w.start, w.start+w.size)
 		}
 	}
@@ -186,7 +187,7 @@ func TestBlankAndRoll(t *testing.T) {
 	for i, seg := range segs[:len(segs)-1] {
 		last := lastEntryIn(a.entries, seg.Start, seg.End())
 		b := seg.File.Bytes()[last-seg.Start:]
-		if be.Uint32(b[OffMagic:]) != MagicBlank || int(be.Uint32(b)) != len(b) {
+		if be.Uint32(b[message.OffMagic:]) != message.MagicBlank || int(be.Uint32(b)) != len(b) {
 			t.Fatalf("segment %d: no blank at %d", i, last)
 		}
 	}
@@ -249,7 +250,7 @@ func TestReadsConcurrentWithAppend(t *testing.T) {
 	const fileSize = 16 << 10
 	l := openTestLog(t, vfs.NewMem(), fileSize)
 	a := &appender{t: t, l: l, rng: rand.New(rand.NewSource(testSeed(t)))}
-	a.append(KindNoop, 0, 0)
+	a.append(message.KindNoop, 0, 0)
 	done := make(chan int64)
 	errc := make(chan error, 1)
 	go func() { errc <- followLog(l, done) }()
@@ -273,19 +274,19 @@ func followLog(l *Log, done chan int64) error {
 			runtime.Gosched()
 			continue
 		}
-		hdr, err := l.ReadAt(pos, BlankSize)
+		hdr, err := l.ReadAt(pos, message.BlankSize)
 		if err != nil {
 			return err
 		}
-		if be.Uint32(hdr[OffMagic:]) == MagicBlank {
+		if be.Uint32(hdr[message.OffMagic:]) == message.MagicBlank {
 			pos += int64(be.Uint32(hdr))
 			continue
 		}
-		fb, err := l.ReadAt(pos, FrameSize)
+		fb, err := l.ReadAt(pos, message.FrameSize)
 		if err != nil {
 			return err
 		}
-		h, err := DecodeFrame(fb)
+		h, err := message.DecodeFrame(fb)
 		if err != nil {
 			return err
 		}
@@ -293,8 +294,8 @@ func followLog(l *Log, done chan int64) error {
 		if err != nil {
 			return err
 		}
-		if EntryCRC(entry) != h.CRC {
-			return ErrEntryCRC
+		if message.EntryCRC(entry) != h.CRC {
+			return message.ErrEntryCRC
 		}
 		pos += int64(h.EntrySize)
 	}

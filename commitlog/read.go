@@ -3,6 +3,7 @@ package commitlog
 import (
 	"fmt"
 
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/mmap"
 )
 
@@ -22,20 +23,20 @@ type RecordRef struct {
 // blank at phy gives ErrNotRecord, a write offset or segment below phy
 // ErrOutOfRange; anything that does not check is a *CorruptionError naming
 // the segment file and offset.
-func (l *Log) ReadRecord(phy int64) (Record, error) {
+func (l *Log) ReadRecord(phy int64) (message.Record, error) {
 	b, seg, err := l.view(phy)
 	if err != nil {
-		return Record{}, err
+		return message.Record{}, err
 	}
-	if m := peekMagic(b); m == MagicFrame || m == MagicBlank {
-		return Record{}, fmt.Errorf("%w: %d holds magic %#08x", ErrNotRecord, phy, m)
+	if m := peekMagic(b); m == message.MagicFrame || m == message.MagicBlank {
+		return message.Record{}, fmt.Errorf("%w: %d holds magic %#08x", ErrNotRecord, phy, m)
 	}
-	r, err := DecodeRecord(b)
+	r, err := message.DecodeRecord(b)
 	if err != nil {
 		return r, readCorruption(seg, phy, "record does not decode", err)
 	}
 	if r.PhysicalOffset != phy {
-		return r, readCorruption(seg, phy, fmt.Sprintf("PHYSICALOFFSET is %d", r.PhysicalOffset), ErrBadPosition)
+		return r, readCorruption(seg, phy, fmt.Sprintf("PHYSICALOFFSET is %d", r.PhysicalOffset), message.ErrBadPosition)
 	}
 	return r, nil
 }
@@ -51,43 +52,43 @@ func (l *Log) ReadRecord(phy int64) (Record, error) {
 // which a single-record read does not recompute): FLAG, SYSFLAG bits other
 // than the IPv6 ones, BORNTIMESTAMP, BORNHOST, STORETIMESTAMP, STOREHOST,
 // RECONSUMETIMES, PREPAREDTXOFFSET and the bytes of PROPERTIES.
-func (l *Log) ReadRecordRef(ref RecordRef) (Record, error) {
+func (l *Log) ReadRecordRef(ref RecordRef) (message.Record, error) {
 	b, seg, err := l.view(ref.Offset)
 	if err != nil {
-		return Record{}, err
+		return message.Record{}, err
 	}
 	phy := ref.Offset
-	if ref.Size < RecordFixedSize || int(ref.Size) > len(b) {
-		return Record{}, readCorruption(seg, phy, fmt.Sprintf("unit size %d, %d bytes readable", ref.Size, len(b)), ErrBadSize)
+	if ref.Size < message.RecordFixedSize || int(ref.Size) > len(b) {
+		return message.Record{}, readCorruption(seg, phy, fmt.Sprintf("unit size %d, %d bytes readable", ref.Size, len(b)), message.ErrBadSize)
 	}
 	b = b[:ref.Size]
-	if m := peekMagic(b); m != MagicMessageV1 {
-		return Record{}, readCorruption(seg, phy, fmt.Sprintf("magic %#08x", m), ErrBadMagic)
+	if m := peekMagic(b); m != message.MagicMessageV1 {
+		return message.Record{}, readCorruption(seg, phy, fmt.Sprintf("magic %#08x", m), message.ErrBadMagic)
 	}
-	if size := int32(be.Uint32(b[OffTotalSize:])); size != ref.Size {
-		return Record{}, readCorruption(seg, phy, fmt.Sprintf("TOTALSIZE %d, unit size %d", size, ref.Size), ErrBadSize)
+	if size := int32(be.Uint32(b[message.OffTotalSize:])); size != ref.Size {
+		return message.Record{}, readCorruption(seg, phy, fmt.Sprintf("TOTALSIZE %d, unit size %d", size, ref.Size), message.ErrBadSize)
 	}
-	r, err := DecodeRecord(b)
+	r, err := message.DecodeRecord(b)
 	if err != nil {
 		return r, readCorruption(seg, phy, "record does not decode", err)
 	}
 	switch {
 	case r.PhysicalOffset != phy:
-		return r, readCorruption(seg, phy, fmt.Sprintf("PHYSICALOFFSET is %d", r.PhysicalOffset), ErrBadPosition)
+		return r, readCorruption(seg, phy, fmt.Sprintf("PHYSICALOFFSET is %d", r.PhysicalOffset), message.ErrBadPosition)
 	case r.QueueID != ref.QueueID || r.QueueOffset != ref.QueueOffset:
 		return r, readCorruption(seg, phy, fmt.Sprintf("QUEUEID %d QUEUEOFFSET %d, unit of queue %d offset %d",
-			r.QueueID, r.QueueOffset, ref.QueueID, ref.QueueOffset), ErrBadQueue)
+			r.QueueID, r.QueueOffset, ref.QueueID, ref.QueueOffset), message.ErrBadQueue)
 	case string(r.Topic) != ref.Topic:
-		return r, readCorruption(seg, phy, fmt.Sprintf("TOPIC %q, unit of topic %q", r.Topic, ref.Topic), ErrBadQueue)
+		return r, readCorruption(seg, phy, fmt.Sprintf("TOPIC %q, unit of topic %q", r.Topic, ref.Topic), message.ErrBadQueue)
 	}
 	return r, nil
 }
 
 func peekMagic(b []byte) uint32 {
-	if len(b) < OffMagic+4 {
+	if len(b) < message.OffMagic+4 {
 		return 0
 	}
-	return be.Uint32(b[OffMagic:])
+	return be.Uint32(b[message.OffMagic:])
 }
 
 func readCorruption(seg mmap.Segment, off int64, reason string, err error) error {

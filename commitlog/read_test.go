@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -14,18 +15,18 @@ func recordField(off, bodyLen, topicLen int) string {
 		end  int
 		name string
 	}{
-		{OffMagic, "TOTALSIZE"}, {OffBodyCRC, "MAGICCODE"}, {OffQueueID, "BODYCRC"}, {OffFlag, "QUEUEID"},
-		{OffQueueOffset, "FLAG"}, {OffPhysicalOffset, "QUEUEOFFSET"}, {OffSysFlag, "PHYSICALOFFSET"},
-		{OffBornTimestamp, "SYSFLAG"}, {OffBornHost, "BORNTIMESTAMP"}, {OffStoreTimestamp, "BORNHOST"},
-		{OffStoreHost, "STORETIMESTAMP"}, {OffReconsumeTimes, "STOREHOST"}, {OffPreparedTxOffset, "RECONSUMETIMES"},
-		{OffBodyLength, "PREPAREDTXOFFSET"}, {OffBody, "BODYLENGTH"},
+		{message.OffMagic, "TOTALSIZE"}, {message.OffBodyCRC, "MAGICCODE"}, {message.OffQueueID, "BODYCRC"}, {message.OffFlag, "QUEUEID"},
+		{message.OffQueueOffset, "FLAG"}, {message.OffPhysicalOffset, "QUEUEOFFSET"}, {message.OffSysFlag, "PHYSICALOFFSET"},
+		{message.OffBornTimestamp, "SYSFLAG"}, {message.OffBornHost, "BORNTIMESTAMP"}, {message.OffStoreTimestamp, "BORNHOST"},
+		{message.OffStoreHost, "STORETIMESTAMP"}, {message.OffReconsumeTimes, "STOREHOST"}, {message.OffPreparedTxOffset, "RECONSUMETIMES"},
+		{message.OffBodyLength, "PREPAREDTXOFFSET"}, {message.OffBody, "BODYLENGTH"},
 	}
 	for _, f := range fixed {
 		if off < f.end {
 			return f.name
 		}
 	}
-	switch p := off - OffBody; {
+	switch p := off - message.OffBody; {
 	case p < bodyLen:
 		return "BODY"
 	case p == bodyLen:
@@ -54,21 +55,21 @@ var uncheckedFields = map[string]bool{
 // stays true).
 func TestReadRecordRefBitFlips(t *testing.T) {
 	l := openTestLog(t, vfs.NewMem(), 1<<20)
-	props, err := EncodeProperties(Property{PropertyTags, "TagA"}, Property{PropertyKeys, "k1 k2"},
-		Property{PropertyUniqKey, "7F0000010B5C18B4AAC2470E0B820000"})
+	props, err := message.EncodeProperties(message.Property{Key: message.PropertyTags, Value: "TagA"}, message.Property{Key: message.PropertyKeys, Value: "k1 k2"},
+		message.Property{Key: message.PropertyUniqKey, Value: "7F0000010B5C18B4AAC2470E0B820000"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := make([]Message, 3)
+	msgs := make([]message.Message, 3)
 	for i := range msgs {
 		body := make([]byte, 300)
 		for j := range body {
 			body[j] = byte(i*31 + j)
 		}
-		msgs[i] = Message{Topic: "FlipTopic", QueueID: 2, Flag: 7, SysFlag: 1, BornTimestamp: 1700000000000 + int64(i),
+		msgs[i] = message.Message{Topic: "FlipTopic", QueueID: 2, Flag: 7, SysFlag: 1, BornTimestamp: 1700000000000 + int64(i),
 			BornHost: testHost, ReconsumeTimes: 1, PreparedTxOffset: 5, Body: body, Properties: props}
 	}
-	h := EntryHeader{Kind: KindMessages, RaftIndex: 1, Term: 1, StoreTimestamp: 1700000000123, StoreHost: testHost}
+	h := EntryHeader{Kind: message.KindMessages, RaftIndex: 1, Term: 1, StoreTimestamp: 1700000000123, StoreHost: testHost}
 	_, pos, err := l.AppendEntry(h, nil, msgs, []int64{10, 11, 12}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +89,7 @@ func TestReadRecordRefBitFlips(t *testing.T) {
 			rec[off] ^= 1 << bit
 			_, err := l.ReadRecordRef(ref)
 			rec[off] ^= 1 << bit
-			ipv6Bit := field == "SYSFLAG" && off == OffSysFlag+3 && (bit == 4 || bit == 5)
+			ipv6Bit := field == "SYSFLAG" && off == message.OffSysFlag+3 && (bit == 4 || bit == 5)
 			unchecked := uncheckedFields[field] || field == "SYSFLAG" && !ipv6Bit
 			where := fmt.Sprintf("byte %d (%s) bit %d", off, field, bit)
 			if unchecked {
@@ -102,7 +103,7 @@ func TestReadRecordRefBitFlips(t *testing.T) {
 			switch {
 			case err == nil:
 				t.Errorf("%s: flipped bit served", where)
-			case !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt):
+			case !errors.As(err, &ce) || !errors.Is(err, message.ErrCorrupt):
 				t.Errorf("%s: error %v is not a *CorruptionError", where, err)
 			case ce.File != seg.File.Name() || ce.Offset != target.Offset:
 				t.Errorf("%s: error names %s at %d, want %s at %d", where, ce.File, ce.Offset, seg.File.Name(), target.Offset)
@@ -119,8 +120,8 @@ func TestReadRecordRefBitFlips(t *testing.T) {
 // or size than the record holds is refused; a unit pointing at a frame too.
 func TestReadRecordRefMismatch(t *testing.T) {
 	l := openTestLog(t, vfs.NewMem(), 1<<20)
-	msgs := []Message{{Topic: "T", QueueID: 1, Body: []byte("hello")}, {Topic: "T", QueueID: 1, Body: []byte("world")}}
-	start, pos, err := l.AppendEntry(EntryHeader{Kind: KindMessages, RaftIndex: 1, Term: 1}, nil, msgs, []int64{4, 5}, nil)
+	msgs := []message.Message{{Topic: "T", QueueID: 1, Body: []byte("hello")}, {Topic: "T", QueueID: 1, Body: []byte("world")}}
+	start, pos, err := l.AppendEntry(EntryHeader{Kind: message.KindMessages, RaftIndex: 1, Term: 1}, nil, msgs, []int64{4, 5}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/mmap"
 )
 
@@ -12,7 +13,7 @@ import (
 // alias the mapping.
 type Entry struct {
 	Start   int64
-	Header  FrameHeader
+	Header  message.FrameHeader
 	Command []byte // kind command payload
 	Records []byte // the message records, back to back
 	End     int64  // Start + Header.EntrySize
@@ -23,7 +24,7 @@ type Entry struct {
 // ForEachRecord calls fn with each message record and its absolute offset,
 // stopping at the first error. Records of an entry from a Scanner are not
 // re-verified; others are decoded with DecodeRecord.
-func (e *Entry) ForEachRecord(fn func(off int64, r Record) error) error {
+func (e *Entry) ForEachRecord(fn func(off int64, r message.Record) error) error {
 	off := e.End - int64(len(e.Records))
 	for b := e.Records; len(b) > 0; {
 		r, err := e.decode(b)
@@ -39,11 +40,11 @@ func (e *Entry) ForEachRecord(fn func(off int64, r Record) error) error {
 	return nil
 }
 
-func (e *Entry) decode(b []byte) (Record, error) {
+func (e *Entry) decode(b []byte) (message.Record, error) {
 	if e.verified {
-		return decodeRecord(b)
+		return message.DecodeRecordSkipBodyCRC(b)
 	}
-	return DecodeRecord(b)
+	return message.DecodeRecord(b)
 }
 
 // Scanner walks the entries of a Log from an entry boundary, verifying
@@ -133,18 +134,18 @@ func (s *Scanner) Next() (Entry, error) {
 			continue
 		}
 		b := seg.File.Bytes()[s.pos-seg.Start:]
-		if len(b) < BlankSize {
+		if len(b) < message.BlankSize {
 			s.err = s.stop(seg, b, "entry boundary closer than a blank to the segment end", nil)
 			break
 		}
-		switch be.Uint32(b[OffMagic:]) {
-		case MagicBlank:
+		switch be.Uint32(b[message.OffMagic:]) {
+		case message.MagicBlank:
 			if size := int32(be.Uint32(b)); int(size) != len(b) {
-				s.err = s.stop(seg, b, fmt.Sprintf("blank of %d bytes, %d to the segment end", size, len(b)), ErrBadSize)
+				s.err = s.stop(seg, b, fmt.Sprintf("blank of %d bytes, %d to the segment end", size, len(b)), message.ErrBadSize)
 				break
 			}
 			s.pos = seg.End()
-		case MagicFrame:
+		case message.MagicFrame:
 			e, reason, err := s.entry(b)
 			if err != nil {
 				s.err = s.stop(seg, b, reason, err)
@@ -153,7 +154,7 @@ func (s *Scanner) Next() (Entry, error) {
 			s.pos = e.End
 			return e, nil
 		default:
-			s.err = s.stop(seg, b, fmt.Sprintf("magic %#08x", be.Uint32(b[OffMagic:])), ErrBadMagic)
+			s.err = s.stop(seg, b, fmt.Sprintf("magic %#08x", be.Uint32(b[message.OffMagic:])), message.ErrBadMagic)
 		}
 	}
 	return Entry{}, s.err
@@ -170,22 +171,22 @@ func (s *Scanner) nextSegment() {
 // entry decodes and verifies the entry at the start of b (the rest of the
 // segment). On failure it returns a reason and the decode error.
 func (s *Scanner) entry(b []byte) (Entry, string, error) {
-	h, err := DecodeFrame(b)
+	h, err := message.DecodeFrame(b)
 	if err != nil {
 		return Entry{}, "frame header", err
 	}
-	if int64(h.EntrySize)+BlankSize > int64(len(b)) {
-		return Entry{}, fmt.Sprintf("entry of %d bytes with %d left in the segment", h.EntrySize, len(b)), ErrBadSize
+	if int64(h.EntrySize)+message.BlankSize > int64(len(b)) {
+		return Entry{}, fmt.Sprintf("entry of %d bytes with %d left in the segment", h.EntrySize, len(b)), message.ErrBadSize
 	}
 	eb := b[:h.EntrySize:h.EntrySize]
-	if crc := EntryCRC(eb); crc != h.CRC {
-		return Entry{}, fmt.Sprintf("entry CRC32C %#08x, stored %#08x", crc, h.CRC), ErrEntryCRC
+	if crc := message.EntryCRC(eb); crc != h.CRC {
+		return Entry{}, fmt.Sprintf("entry CRC32C %#08x, stored %#08x", crc, h.CRC), message.ErrEntryCRC
 	}
 	if s.haveLast && (h.RaftIndex <= s.lastIndex || h.Term < s.lastTerm) {
 		return Entry{}, fmt.Sprintf("raft index %d term %d after index %d term %d",
-			h.RaftIndex, h.Term, s.lastIndex, s.lastTerm), ErrBadFrame
+			h.RaftIndex, h.Term, s.lastIndex, s.lastTerm), message.ErrBadFrame
 	}
-	e := Entry{Start: s.pos, Header: h, Command: eb[FrameSize:h.Size], Records: eb[h.Size:],
+	e := Entry{Start: s.pos, Header: h, Command: eb[message.FrameSize:h.Size], Records: eb[h.Size:],
 		End: s.pos + int64(h.EntrySize), verified: true}
 	if reason, err := s.records(&e); err != nil {
 		return Entry{}, reason, err
@@ -197,11 +198,11 @@ func (s *Scanner) entry(b []byte) (Entry, string, error) {
 // records verifies every record of e against its position and frame.
 func (s *Scanner) records(e *Entry) (string, error) {
 	var count int32
-	var host HostPort
+	var host message.HostPort
 	off := e.Start + int64(e.Header.Size)
-	decode := decodeRecord
+	decode := message.DecodeRecordSkipBodyCRC
 	if s.bodyCRC {
-		decode = DecodeRecord
+		decode = message.DecodeRecord
 	}
 	for b := e.Records; len(b) > 0; count++ {
 		r, err := decode(b)
@@ -209,18 +210,18 @@ func (s *Scanner) records(e *Entry) (string, error) {
 		case err != nil:
 			return fmt.Sprintf("record %d at %d", count, off), err
 		case r.PhysicalOffset != off:
-			return fmt.Sprintf("record %d at %d says PHYSICALOFFSET %d", count, off, r.PhysicalOffset), ErrBadPosition
+			return fmt.Sprintf("record %d at %d says PHYSICALOFFSET %d", count, off, r.PhysicalOffset), message.ErrBadPosition
 		case r.StoreTimestamp != e.Header.StoreTimestamp:
-			return fmt.Sprintf("record %d at %d: store timestamp %d, frame %d", count, off, r.StoreTimestamp, e.Header.StoreTimestamp), ErrBadFrame
+			return fmt.Sprintf("record %d at %d: store timestamp %d, frame %d", count, off, r.StoreTimestamp, e.Header.StoreTimestamp), message.ErrBadFrame
 		case count > 0 && r.StoreHost != host:
-			return fmt.Sprintf("record %d at %d: store host differs within the entry", count, off), ErrBadFrame
+			return fmt.Sprintf("record %d at %d: store host differs within the entry", count, off), message.ErrBadFrame
 		}
 		host = r.StoreHost
 		b = b[r.Size:]
 		off += int64(r.Size)
 	}
 	if count != e.Header.Count {
-		return fmt.Sprintf("%d records, frame says %d", count, e.Header.Count), ErrBadFrame
+		return fmt.Sprintf("%d records, frame says %d", count, e.Header.Count), message.ErrBadFrame
 	}
 	return "", nil
 }
@@ -244,12 +245,12 @@ func (s *Scanner) stop(seg mmap.Segment, b []byte, reason string, cause error) e
 // extent is how far the entry at the start of b claims to reach: ENTRYSIZE
 // when the frame magic is intact and the size plausible, else the frame.
 func extent(b []byte) int {
-	if len(b) >= FrameSize && be.Uint32(b[FrameOffMagic:]) == MagicFrame {
-		if es := int64(int32(be.Uint32(b[FrameOffEntrySize:]))); es >= FrameSize && es+BlankSize <= int64(len(b)) {
+	if len(b) >= message.FrameSize && be.Uint32(b[message.FrameOffMagic:]) == message.MagicFrame {
+		if es := int64(int32(be.Uint32(b[message.FrameOffEntrySize:]))); es >= message.FrameSize && es+message.BlankSize <= int64(len(b)) {
 			return int(es)
 		}
 	}
-	return FrameSize
+	return message.FrameSize
 }
 
 func (s *Scanner) laterSegmentsZero() bool {

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/mmap"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -40,7 +41,7 @@ func checkEntry(t *testing.T, e *Entry, w *written) {
 		t.Fatalf("entry %+v, want %+v", e.Header, w)
 	}
 	i := 0
-	err := e.ForEachRecord(func(off int64, r Record) error {
+	err := e.ForEachRecord(func(off int64, r message.Record) error {
 		if off != w.pos[i].Offset || !bytes.Equal(r.Body, w.msgs[i].Body) || r.QueueOffset != w.qoffs[i] {
 			t.Fatalf("record %d at %d differs", i, off)
 		}
@@ -81,7 +82,7 @@ func TestScanTornTailEveryByte(t *testing.T) {
 	l := openTestLog(t, vfs.NewMem(), 64<<10)
 	a := &appender{t: t, l: l, rng: rng}
 	a.appendRandom(5, 300)
-	last := a.append(KindMessages, 3, 300)
+	last := a.append(message.KindMessages, 3, 300)
 	seg := segmentOf(t, l, last.start)
 	tail := seg.File.Bytes()[last.start-seg.Start : last.start-seg.Start+last.size]
 	saved := append([]byte(nil), tail...)
@@ -123,7 +124,7 @@ func corruptionAt(t *testing.T, l *Log, off int64, cause error) {
 		_, err = s.Next()
 	}
 	var ce *CorruptionError
-	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+	if !errors.As(err, &ce) || !errors.Is(err, message.ErrCorrupt) {
 		t.Fatalf("got %v, want a CorruptionError at %d", err, off)
 	}
 	if ce.Offset != off || ce.File != segmentOf(t, l, off).File.Name() || s.Pos() != off {
@@ -144,7 +145,7 @@ func TestScanMidFileCorruption(t *testing.T) {
 		// make the entry claim all later data: see Scanner).
 		w := a.entries[rng.Intn(len(a.entries)-2)]
 		bit := rng.Int63n(w.size * 8)
-		if byteAt := bit / 8; byteAt >= FrameOffEntrySize && byteAt < FrameOffEntrySize+4 {
+		if byteAt := bit / 8; byteAt >= message.FrameOffEntrySize && byteAt < message.FrameOffEntrySize+4 {
 			continue
 		}
 		seg := segmentOf(t, l, w.start)
@@ -173,29 +174,29 @@ func TestScanCorruptionBeforeLaterSegment(t *testing.T) {
 		}
 	}
 	b := seg0.File.Bytes()[victim.start-seg0.Start:]
-	b[victim.size-1] ^= 0x40                      // damage its last byte
-	clear(b[victim.size : victim.size+BlankSize]) // and lose the blank behind it
+	b[victim.size-1] ^= 0x40                              // damage its last byte
+	clear(b[victim.size : victim.size+message.BlankSize]) // and lose the blank behind it
 	corruptionAt(t, l, victim.start, nil)
 }
 
 func TestScanPhysicalOffsetMismatch(t *testing.T) {
 	l := openTestLog(t, vfs.NewMem(), 64<<10)
 	a := &appender{t: t, l: l, rng: rand.New(rand.NewSource(testSeed(t)))}
-	a.append(KindMessages, 2, 100)
-	w := a.append(KindMessages, 2, 100)
-	a.append(KindNoop, 0, 0)
+	a.append(message.KindMessages, 2, 100)
+	w := a.append(message.KindMessages, 2, 100)
+	a.append(message.KindNoop, 0, 0)
 	// Re-encode the middle entry as if it started 16 bytes later: its CRC
 	// is valid, its records' PHYSICALOFFSETs are not.
 	seg := segmentOf(t, l, w.start)
 	buf := seg.File.Bytes()[w.start-seg.Start : w.start-seg.Start+w.size]
-	h := EntryHeader{Kind: KindMessages, RaftIndex: w.index, Term: 1 + w.index/10, StoreTimestamp: 1700000000000 + int64(w.index), StoreHost: testHost}
+	h := EntryHeader{Kind: message.KindMessages, RaftIndex: w.index, Term: 1 + w.index/10, StoreTimestamp: 1700000000000 + int64(w.index), StoreHost: testHost}
 	encodeEntry(buf, w.start+16, &h, nil, w.msgs, w.qoffs, nil)
-	corruptionAt(t, l, w.start, ErrBadPosition)
+	corruptionAt(t, l, w.start, message.ErrBadPosition)
 }
 
 func TestScanRaftIndexMustIncrease(t *testing.T) {
 	l := openTestLog(t, vfs.NewMem(), 64<<10)
-	h := EntryHeader{Kind: KindNoop, RaftIndex: 5, Term: 1}
+	h := EntryHeader{Kind: message.KindNoop, RaftIndex: 5, Term: 1}
 	var starts []int64
 	for _, idx := range []uint64{5, 5, 6} {
 		h.RaftIndex = idx
@@ -205,7 +206,7 @@ func TestScanRaftIndexMustIncrease(t *testing.T) {
 		}
 		starts = append(starts, start)
 	}
-	corruptionAt(t, l, starts[1], ErrBadFrame)
+	corruptionAt(t, l, starts[1], message.ErrBadFrame)
 }
 
 func TestScanZeroHoleIsNotAnEnd(t *testing.T) {
@@ -226,5 +227,5 @@ func TestScanBadBlank(t *testing.T) {
 	blank := lastEntryIn(a.entries, seg0.Start, seg0.End())
 	b := seg0.File.Bytes()[blank-seg0.Start:]
 	be.PutUint32(b, uint32(len(b)-8))
-	corruptionAt(t, l, blank, ErrBadSize)
+	corruptionAt(t, l, blank, message.ErrBadSize)
 }

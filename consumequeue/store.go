@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -92,10 +92,10 @@ func (s *Store) isDir(path string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// ValidateTopic applies commitlog.ValidateTopic, which also makes the name
+// ValidateTopic applies message.ValidateTopic, which also makes the name
 // safe as one directory name, reporting a bad name as ErrTopic.
 func ValidateTopic(topic string) error {
-	if err := commitlog.ValidateTopic(topic); err != nil {
+	if err := message.ValidateTopic(topic); err != nil {
 		return fmt.Errorf("%w: %w", ErrTopic, err)
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/transport"
 	"github.com/raftmq/raftmq/transport/transporttest/badinput"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // limits are the live node's request limits (transport constants and the
@@ -27,7 +28,7 @@ func limits() badinput.Limits {
 	return badinput.Limits{MaxTopicLen: transport.MaxTopicLen, MaxPropertiesLen: transport.MaxPropertiesLen,
 		MaxProperties: transport.MaxProperties, MaxQueueID: transport.MaxQueueID, MaxQueues: transport.MaxQueues,
 		MaxBatchMessages: transport.MaxBatchMessages, MaxBody: 4 << 20, MaxPullMessages: transport.MaxPullMessages,
-		MaxPullBytes: transport.MaxPullBytes, MaxWaitMs: transport.MaxWaitMs, MaxKeyLen: transport.MaxKeyLen,
+		MaxPullBytes: wire.MaxPullBytes, MaxWaitMs: transport.MaxWaitMs, MaxKeyLen: transport.MaxKeyLen,
 		MaxIDLen: transport.MaxIDLen}
 }
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
 )
 
@@ -58,8 +58,8 @@ type Command struct {
 
 	// MessageBatch.
 	LeaderTimestamp int64
-	LeaderHost      commitlog.HostPort
-	Messages        []commitlog.Message
+	LeaderHost      message.HostPort
+	Messages        []message.Message
 
 	// CommitOffsets.
 	Commits []store.OffsetCommit
@@ -125,7 +125,7 @@ func (c *Command) Encode(dst []byte) ([]byte, error) {
 // messages are the concatenation of groups (count in all) to dst. It equals
 // (&Command{Type: CmdMessageBatch, ...}).Encode(dst) without first copying
 // the messages into one slice.
-func EncodeMessageBatch(dst []byte, leaderTS int64, leaderHost commitlog.HostPort, count int, groups ...[]commitlog.Message) ([]byte, error) {
+func EncodeMessageBatch(dst []byte, leaderTS int64, leaderHost message.HostPort, count int, groups ...[]message.Message) ([]byte, error) {
 	if count > MaxBatchMessages {
 		return dst, fmt.Errorf("%w: %d messages > %d", ErrTooLarge, count, MaxBatchMessages)
 	}
@@ -172,7 +172,7 @@ func DecodeCommand(data []byte) (Command, error) {
 		c.LeaderHost = d.host()
 		n := d.count(MaxBatchMessages, minMessageBytes)
 		if n > 0 {
-			c.Messages = make([]commitlog.Message, n)
+			c.Messages = make([]message.Message, n)
 		}
 		for i := 0; i < n && d.err == nil; i++ {
 			d.message(&c.Messages[i])
@@ -214,7 +214,7 @@ type encoder struct {
 func (e *encoder) i32(v int32)      { e.buf = binary.BigEndian.AppendUint32(e.buf, uint32(v)) }
 func (e *encoder) i64(v int64)      { e.buf = binary.BigEndian.AppendUint64(e.buf, uint64(v)) }
 func (e *encoder) uvarint(v uint64) { e.buf = binary.AppendUvarint(e.buf, v) }
-func (e *encoder) host(h commitlog.HostPort) {
+func (e *encoder) host(h message.HostPort) {
 	e.buf = append(e.buf, h.IP[:]...)
 	e.i32(h.Port)
 }
@@ -235,7 +235,7 @@ func (e *encoder) str(s string) {
 	e.buf = append(e.buf, s...)
 }
 
-func (e *encoder) message(m *commitlog.Message) {
+func (e *encoder) message(m *message.Message) {
 	e.str(m.Topic)
 	e.i32(m.QueueID)
 	e.i32(m.Flag)
@@ -289,8 +289,8 @@ func (d *decoder) i64() int64 {
 	return int64(binary.BigEndian.Uint64(b))
 }
 
-func (d *decoder) host() commitlog.HostPort {
-	var h commitlog.HostPort
+func (d *decoder) host() message.HostPort {
+	var h message.HostPort
 	if b := d.take(4, "host"); b != nil {
 		copy(h.IP[:], b)
 	}
@@ -344,7 +344,7 @@ func (d *decoder) topicStr() string {
 	return d.topic
 }
 
-func (d *decoder) message(m *commitlog.Message) {
+func (d *decoder) message(m *message.Message) {
 	m.Topic = d.topicStr()
 	m.QueueID = d.i32()
 	m.Flag = d.i32()

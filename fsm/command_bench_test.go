@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 )
 
 func benchBatch() Command {
 	c := Command{Type: CmdMessageBatch, LeaderTimestamp: 1}
 	for i := 0; i < 64; i++ {
-		c.Messages = append(c.Messages, commitlog.Message{Topic: "bench", QueueID: int32(i % 8), Body: bytes.Repeat([]byte{'x'}, 1024)})
+		c.Messages = append(c.Messages, message.Message{Topic: "bench", QueueID: int32(i % 8), Body: bytes.Repeat([]byte{'x'}, 1024)})
 	}
 	return c
 }

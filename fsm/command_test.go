@@ -6,14 +6,14 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
 )
 
 func sampleCommands() []Command {
-	host := commitlog.HostPort{IP: [4]byte{10, 0, 0, 7}, Port: 9001}
+	host := message.HostPort{IP: [4]byte{10, 0, 0, 7}, Port: 9001}
 	return []Command{
-		{Type: CmdMessageBatch, LeaderTimestamp: 1700000000123, LeaderHost: host, Messages: []commitlog.Message{
+		{Type: CmdMessageBatch, LeaderTimestamp: 1700000000123, LeaderHost: host, Messages: []message.Message{
 			{Topic: "T", QueueID: 3, Flag: 1, SysFlag: 2, BornTimestamp: 42, BornHost: host, ReconsumeTimes: 1,
 				PreparedTxOffset: 9, Body: []byte("hello"), Properties: []byte("KEYS\x01k\x02")},
 			{Topic: "U", QueueID: 0},
@@ -71,7 +71,7 @@ func TestDecodeRejects(t *testing.T) {
 }
 
 func TestEncodeBounds(t *testing.T) {
-	c := Command{Type: CmdMessageBatch, Messages: make([]commitlog.Message, MaxBatchMessages+1)}
+	c := Command{Type: CmdMessageBatch, Messages: make([]message.Message, MaxBatchMessages+1)}
 	if _, err := c.Encode(nil); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("too many messages: %v", err)
 	}
@@ -110,7 +110,7 @@ func TestEncodeMessageBatchEqualsEncode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, groups := range [][][]commitlog.Message{
+	for _, groups := range [][][]message.Message{
 		{c.Messages}, {c.Messages[:1], c.Messages[1:]}, {nil, c.Messages[:1], nil, c.Messages[1:]},
 	} {
 		got, err := EncodeMessageBatch([]byte("prefix"), c.LeaderTimestamp, c.LeaderHost, len(c.Messages), groups...)

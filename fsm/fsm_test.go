@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/goleak"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -62,9 +62,9 @@ func entry(t *testing.T, index uint64, c Command) *raft.Log {
 }
 
 func batch(ts int64, topic string, n int) Command {
-	c := Command{Type: CmdMessageBatch, LeaderTimestamp: ts, LeaderHost: commitlog.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 9001}}
+	c := Command{Type: CmdMessageBatch, LeaderTimestamp: ts, LeaderHost: message.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 9001}}
 	for i := 0; i < n; i++ {
-		c.Messages = append(c.Messages, commitlog.Message{Topic: topic, QueueID: int32(i % 4), Body: fmt.Appendf(nil, "m%d@%d", i, ts)})
+		c.Messages = append(c.Messages, message.Message{Topic: topic, QueueID: int32(i % 4), Body: fmt.Appendf(nil, "m%d@%d", i, ts)})
 	}
 	return c
 }

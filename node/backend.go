@@ -8,17 +8,19 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/raftmq/raftmq/commitlog"
+
 	"github.com/raftmq/raftmq/fsm"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
+	"github.com/raftmq/raftmq/wire"
 )
 
 var _ transport.Backend = (*Node)(nil)
 
 // Send validates msgs (bad input never reaches the Raft log) and group-commits
 // them through Raft.
-func (n *Node) Send(ctx context.Context, msgs []commitlog.Message) ([]store.PutResult, error) {
+func (n *Node) Send(ctx context.Context, msgs []message.Message) ([]store.PutResult, error) {
 	if n.raft.State() != raft.Leader {
 		return nil, fmt.Errorf("node %s: %w", n.cfg.ID, transport.ErrNotLeader)
 	}
@@ -74,11 +76,11 @@ func (n *Node) Store() *store.Store { return n.fsm.Store() }
 func (n *Node) Reader() store.Reader { return n.fsm.Store() }
 
 // Status is this node's view of itself and the cluster.
-func (n *Node) Status() transport.ClusterStatus {
+func (n *Node) Status() wire.ClusterStatus {
 	stats := n.raft.Stats()
 	leaderAddr, leaderID := n.raft.LeaderWithID()
 	members := n.fsm.Members()
-	s := transport.ClusterStatus{
+	s := wire.ClusterStatus{
 		ID:             n.cfg.ID,
 		State:          n.raft.State().String(),
 		LeaderID:       string(leaderID),
@@ -100,24 +102,24 @@ func (n *Node) Status() transport.ClusterStatus {
 	return s
 }
 
-func (n *Node) members(api map[string]string) []transport.Member {
+func (n *Node) members(api map[string]string) []wire.Member {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
 		return nil
 	}
-	var out []transport.Member
+	var out []wire.Member
 	for _, srv := range f.Configuration().Servers {
-		m := transport.Member{ID: string(srv.ID), RaftAddr: string(srv.Address), APIAddr: api[string(srv.ID)]}
+		m := wire.Member{ID: string(srv.ID), RaftAddr: string(srv.Address), APIAddr: api[string(srv.ID)]}
 		if string(srv.ID) == n.cfg.ID {
 			m.APIAddr = n.APIAddr()
 		}
 		switch srv.Suffrage {
 		case raft.Voter:
-			m.Suffrage = transport.SuffrageVoter
+			m.Suffrage = wire.SuffrageVoter
 		case raft.Nonvoter:
-			m.Suffrage = transport.SuffrageNonvoter
+			m.Suffrage = wire.SuffrageNonvoter
 		default:
-			m.Suffrage = transport.SuffrageStaging
+			m.Suffrage = wire.SuffrageStaging
 		}
 		out = append(out, m)
 	}

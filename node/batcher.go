@@ -9,8 +9,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/fsm"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
 )
@@ -24,7 +24,7 @@ const (
 )
 
 type sendReq struct {
-	msgs   []commitlog.Message
+	msgs   []message.Message
 	bytes  int
 	queued time.Time // when Send handed it over
 	state  atomic.Int32
@@ -99,7 +99,7 @@ func newBatcher(n *Node) *batcher {
 	return &batcher{n: n, g: g, wake: make(chan struct{}, 1)}
 }
 
-func msgBytes(m *commitlog.Message) int { return len(m.Topic) + len(m.Body) + len(m.Properties) + 64 }
+func msgBytes(m *message.Message) int { return len(m.Topic) + len(m.Body) + len(m.Properties) + 64 }
 
 // entryBytes bounds an entry below fsm.MaxCommandBytes with room for the
 // command's framing.
@@ -112,7 +112,7 @@ const entryBytesLimit = fsm.MaxCommandBytes / 2
 // batcher goroutine and back, which is two scheduler wake-ups less on the
 // latency of a lone synchronous Send. A Send larger than one entry is split
 // (sendSplit).
-func (b *batcher) send(ctx context.Context, msgs []commitlog.Message) ([]store.PutResult, error) {
+func (b *batcher) send(ctx context.Context, msgs []message.Message) ([]store.PutResult, error) {
 	parts := b.split(msgs)
 	if len(parts) > 1 {
 		return b.sendSplit(ctx, parts)
@@ -146,7 +146,7 @@ func (b *batcher) send(ctx context.Context, msgs []commitlog.Message) ([]store.P
 }
 
 // newSendReq is a request for msgs, handed over at queued.
-func newSendReq(msgs []commitlog.Message, queued time.Time, g *sendGroup) *sendReq {
+func newSendReq(msgs []message.Message, queued time.Time, g *sendGroup) *sendReq {
 	req := &sendReq{msgs: msgs, queued: queued, group: g}
 	for i := range msgs {
 		req.bytes += msgBytes(&msgs[i])
@@ -405,7 +405,7 @@ func (b *batcher) apply(reqs []*sendReq, count, bytes int) (raft.ApplyFuture, []
 	for _, r := range reqs {
 		b.n.metrics.observeStage(stageQueue, now.Sub(r.queued))
 	}
-	groups := make([][]commitlog.Message, len(reqs))
+	groups := make([][]message.Message, len(reqs))
 	for i, r := range reqs {
 		groups[i] = r.msgs
 	}

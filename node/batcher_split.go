@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
 )
@@ -22,9 +22,9 @@ func (b *batcher) partBytes() int { return min(b.g.MaxBytes, entryBytesLimit) }
 // split cuts msgs, in order, into parts of at most partBytes and
 // GroupCommit.MaxMessages each; a message larger than partBytes is a part
 // of its own. A Send that fits one entry is one part.
-func (b *batcher) split(msgs []commitlog.Message) [][]commitlog.Message {
+func (b *batcher) split(msgs []message.Message) [][]message.Message {
 	limit := b.partBytes()
-	var parts [][]commitlog.Message
+	var parts [][]message.Message
 	start, bytes := 0, 0
 	for i := range msgs {
 		mb := msgBytes(&msgs[i])
@@ -49,7 +49,7 @@ func (b *batcher) split(msgs []commitlog.Message) [][]commitlog.Message {
 // was proposed, the parts not proposed yet are withdrawn and the Send's
 // outcome is unknown (transport.ErrOutcomeUnknown): some of its messages
 // may be stored.
-func (b *batcher) sendSplit(ctx context.Context, parts [][]commitlog.Message) ([]store.PutResult, error) {
+func (b *batcher) sendSplit(ctx context.Context, parts [][]message.Message) ([]store.PutResult, error) {
 	g := &sendGroup{}
 	reqs := make([]*sendReq, len(parts))
 	total := 0

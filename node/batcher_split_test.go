@@ -12,9 +12,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/fsm"
 	"github.com/raftmq/raftmq/internal/testseed"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
 )
 
@@ -26,13 +26,13 @@ func TestSplitBoundsParts(t *testing.T) {
 	cfg.GroupCommit.MaxBytes, cfg.GroupCommit.MaxMessages = 64<<10, 16
 	b := newBatcher(&Node{cfg: cfg})
 	for round := range 200 {
-		msgs := make([]commitlog.Message, 1+rng.IntN(100))
+		msgs := make([]message.Message, 1+rng.IntN(100))
 		for i := range msgs {
 			size := rng.IntN(8 << 10)
 			if rng.IntN(10) == 0 {
 				size = rng.IntN(200 << 10) // larger than a whole entry
 			}
-			msgs[i] = commitlog.Message{Topic: "T", Body: make([]byte, size)}
+			msgs[i] = message.Message{Topic: "T", Body: make([]byte, size)}
 		}
 		parts := b.split(msgs)
 		i := 0
@@ -54,7 +54,7 @@ func TestSplitBoundsParts(t *testing.T) {
 			t.Fatalf("round %d: parts hold %d of %d messages", round, i, len(msgs))
 		}
 	}
-	one := []commitlog.Message{{Topic: "T", Body: []byte("x")}}
+	one := []message.Message{{Topic: "T", Body: []byte("x")}}
 	if parts := b.split(one); len(parts) != 1 || len(parts[0]) != 1 {
 		t.Fatalf("a small send is split: %d parts", len(parts))
 	}
@@ -68,9 +68,9 @@ func TestSplitSendWithdrawnOnDeadline(t *testing.T) {
 	cfg.GroupCommit.MaxBytes, cfg.GroupCommit.MaxQueueBytes = 1<<10, 1<<20
 	b := newBatcher(&Node{cfg: cfg, stop: make(chan struct{})})
 	b.inFlight = b.g.MaxInFlight // nothing may be proposed
-	msgs := make([]commitlog.Message, 8)
+	msgs := make([]message.Message, 8)
 	for i := range msgs {
-		msgs[i] = commitlog.Message{Topic: "T", Body: make([]byte, 900)}
+		msgs[i] = message.Message{Topic: "T", Body: make([]byte, 900)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -95,7 +95,7 @@ func TestSplitSendDropsPartsAfterFailure(t *testing.T) {
 	cfg := DefaultConfig()
 	b := newBatcher(&Node{cfg: cfg, stop: make(chan struct{})})
 	g := &sendGroup{}
-	one := []commitlog.Message{{Topic: "T", Body: []byte("x")}}
+	one := []message.Message{{Topic: "T", Body: []byte("x")}}
 	reqs := []*sendReq{newSendReq(one, time.Now(), g), newSendReq(one, time.Now(), g), newSendReq(one, time.Now(), nil)}
 	for _, r := range reqs {
 		r.done = make(chan sendResult, 1)
@@ -126,15 +126,15 @@ func TestSplitSendDropsPartsAfterFailure(t *testing.T) {
 
 // bigMsgs are n messages of size bytes whose bodies start with prefix and
 // their index.
-func bigMsgs(rng *rand.Rand, prefix string, n, size int) []commitlog.Message {
-	out := make([]commitlog.Message, n)
+func bigMsgs(rng *rand.Rand, prefix string, n, size int) []message.Message {
+	out := make([]message.Message, n)
 	for i := range out {
 		body := make([]byte, size)
 		for j := range body {
 			body[j] = byte('a' + rng.IntN(26))
 		}
 		copy(body, fmt.Sprintf("%s-%03d-", prefix, i))
-		out[i] = commitlog.Message{Topic: "Big", QueueID: int32(i % 2), BornTimestamp: 1, Body: body}
+		out[i] = message.Message{Topic: "Big", QueueID: int32(i % 2), BornTimestamp: 1, Body: body}
 	}
 	return out
 }
@@ -154,7 +154,7 @@ func TestSplitSendBoundsEntries(t *testing.T) {
 		cfg.Store.MaxMessageSize = 1 << 20
 		cfg.Store.CommitLogFileSize = 8 << 20
 	})
-	sends := [][]commitlog.Message{bigMsgs(rng, "huge", 16, 900_000), bigMsgs(rng, "wide", 64, 100_000)}
+	sends := [][]message.Message{bigMsgs(rng, "huge", 16, 900_000), bigMsgs(rng, "wide", 64, 100_000)}
 	l := c.leader()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -203,7 +203,7 @@ func TestSplitSendBoundsEntries(t *testing.T) {
 
 // checkSplitResults: one result per message, in the order of the request
 // (queue offsets and physical offsets rise), each a stored message.
-func checkSplitResults(t *testing.T, n *Node, sent []commitlog.Message, res []store.PutResult) {
+func checkSplitResults(t *testing.T, n *Node, sent []message.Message, res []store.PutResult) {
 	t.Helper()
 	if len(res) != len(sent) {
 		t.Fatalf("%d results for %d messages", len(res), len(sent))

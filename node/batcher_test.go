@@ -21,10 +21,11 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftmq/raftmq/client"
-	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/internal/testseed"
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/transport"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // entryHist is the leader's raftmq_produce_entry_messages histogram:
@@ -260,7 +261,7 @@ func TestBackpressureRejectsBeyondQueueBound(t *testing.T) {
 					rejected++
 					sample = err
 				case codes.Unavailable: // not (or no longer) the leader: refused, retry-safe
-					if r, _ := transport.RetryReason(err); r == "" {
+					if r, _ := wire.RetryReason(err); r == "" {
 						t.Errorf("send %s: %v without a retry reason", key, err)
 					}
 				case codes.Unknown: // leadership lost while committing
@@ -278,8 +279,8 @@ func TestBackpressureRejectsBeyondQueueBound(t *testing.T) {
 	if rejected == 0 {
 		t.Fatal("20 rounds of 256 concurrent sends against a queue bound of 16 were never refused")
 	}
-	if r, _ := transport.RetryReason(sample); r != transport.ReasonOverloaded || !strings.Contains(status.Convert(sample).Message(), "max_queue_messages") {
-		t.Fatalf("refusal %v: want reason %s and a message naming the bound", sample, transport.ReasonOverloaded)
+	if r, _ := wire.RetryReason(sample); r != wire.ReasonOverloaded || !strings.Contains(status.Convert(sample).Message(), "max_queue_messages") {
+		t.Fatalf("refusal %v: want reason %s and a message naming the bound", sample, wire.ReasonOverloaded)
 	}
 	t.Logf("acked %d, refused %d, outcome unknown %d; a refusal: %v", len(acked), rejected, len(unknown), sample)
 	// Raft's applied index moves before the FSM has applied an entry, so
@@ -351,7 +352,7 @@ func TestEnqueueWaitsWithinDeadline(t *testing.T) {
 	n := &Node{cfg: cfg, stop: make(chan struct{})}
 	b := newBatcher(n)
 	b.inFlight = b.g.MaxInFlight // nothing may be proposed: the queue stays full
-	one := []commitlog.Message{{Topic: "T", Body: []byte("x")}}
+	one := []message.Message{{Topic: "T", Body: []byte("x")}}
 	reqs := make([]*sendReq, 2)
 	for i := range reqs {
 		reqs[i] = &sendReq{msgs: one, bytes: msgBytes(&one[0]), done: make(chan sendResult, 1)}

@@ -15,7 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/goleak"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/transport"
 )
 
@@ -223,10 +223,10 @@ func (c *cluster) assertIdentical() {
 	}
 }
 
-func msgs(topic string, prefix string, n int) []commitlog.Message {
-	out := make([]commitlog.Message, n)
+func msgs(topic string, prefix string, n int) []message.Message {
+	out := make([]message.Message, n)
 	for i := range out {
-		out[i] = commitlog.Message{Topic: topic, QueueID: int32(i % 4), BornTimestamp: 1, Body: fmt.Appendf(nil, "%s-%d", prefix, i)}
+		out[i] = message.Message{Topic: topic, QueueID: int32(i % 4), BornTimestamp: 1, Body: fmt.Appendf(nil, "%s-%d", prefix, i)}
 	}
 	return out
 }
@@ -335,7 +335,7 @@ func TestTransferUnderLoadLosesNothing(t *testing.T) {
 			defer wg.Done()
 			for i := 0; ctx.Err() == nil; i++ {
 				body := fmt.Sprintf("w%d-%d", g, i)
-				m := []commitlog.Message{{Topic: "T", QueueID: int32(g), BornTimestamp: 1, Body: []byte(body)}}
+				m := []message.Message{{Topic: "T", QueueID: int32(g), BornTimestamp: 1, Body: []byte(body)}}
 				var target *Node
 				for _, n := range c.nodes {
 					if n.raft.State() == raft.Leader {

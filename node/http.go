@@ -8,7 +8,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/raftmq/raftmq/transport"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
 func (n *Node) httpHandler() http.Handler {
@@ -74,7 +75,7 @@ type MemberJSON struct {
 	Suffrage string `json:"suffrage"`
 }
 
-func toStatusJSON(s transport.ClusterStatus, ready bool) StatusJSON {
+func toStatusJSON(s wire.ClusterStatus, ready bool) StatusJSON {
 	out := StatusJSON{ID: s.ID, State: s.State, Ready: ready, LeaderID: s.LeaderID,
 		LeaderRaftAddr: s.LeaderRaftAddr, LeaderAPIAddr: s.LeaderAPIAddr, Term: s.Term,
 		CommitIndex: s.CommitIndex, AppliedIndex: s.AppliedIndex, ConfirmOffset: s.ConfirmOffset,

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/recovery"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -111,7 +111,7 @@ func (m *metrics) grpcServerOptions() []grpc.ServerOption {
 
 // observeTopics counts acknowledged msgs per topic (a Send mostly carries
 // one topic: one counter update per run of equal topics).
-func (m *metrics) observeTopics(msgs []commitlog.Message) {
+func (m *metrics) observeTopics(msgs []message.Message) {
 	for i := 0; i < len(msgs); {
 		j := i + 1
 		for j < len(msgs) && msgs[j].Topic == msgs[i].Topic {

@@ -15,8 +15,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
-	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/fsm"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/node/snapstore"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
@@ -27,9 +27,9 @@ import (
 type Node struct {
 	cfg  Config
 	log  hclog.Logger
-	fs   vfs.FS             // cfg.FS metered by disk
-	disk *vfs.Meter         // raftmq_disk_write_bytes_total (metrics.go)
-	host commitlog.HostPort // store host written into records this node leads
+	fs   vfs.FS           // cfg.FS metered by disk
+	disk *vfs.Meter       // raftmq_disk_write_bytes_total (metrics.go)
+	host message.HostPort // store host written into records this node leads
 
 	fsm   *fsm.FSM
 	raft  *raft.Raft
@@ -382,8 +382,8 @@ func (n *Node) numVoters() int {
 
 // hostPort turns an "ip:port" into the 8-byte STOREHOST form (0.0.0.0 if
 // the host is not an IPv4 literal).
-func hostPort(addr string) commitlog.HostPort {
-	var hp commitlog.HostPort
+func hostPort(addr string) message.HostPort {
+	var hp message.HostPort
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return hp

@@ -9,11 +9,12 @@ import (
 
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/consumequeue"
+	"github.com/raftmq/raftmq/message"
 )
 
 // ValidateMessage checks a message against the store's limits before it is
 // proposed; the leader calls it so bad input never reaches the Raft log.
-func (s *Store) ValidateMessage(m *commitlog.Message) error {
+func (s *Store) ValidateMessage(m *message.Message) error {
 	if err := s.checkMessage(m); err != nil {
 		return err
 	}
@@ -25,21 +26,21 @@ func (s *Store) ValidateMessage(m *commitlog.Message) error {
 
 // checkMessage is every check that needs no store state: sizes, topic name,
 // properties and queue id bounds.
-func (s *Store) checkMessage(m *commitlog.Message) error {
+func (s *Store) checkMessage(m *message.Message) error {
 	if len(m.Body) > s.cfg.MaxMessageSize {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, len(m.Body), s.cfg.MaxMessageSize)
 	}
-	if len(m.Properties) > commitlog.MaxPropertiesLen {
-		return fmt.Errorf("%w: %d bytes, limit %d", ErrPropsTooLarge, len(m.Properties), commitlog.MaxPropertiesLen)
+	if len(m.Properties) > message.MaxPropertiesLen {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrPropsTooLarge, len(m.Properties), message.MaxPropertiesLen)
 	}
-	if size := int64(commitlog.MessageSize(m)) + commitlog.FrameSize; size > s.maxEntrySize() {
+	if size := int64(message.MessageSize(m)) + message.FrameSize; size > s.maxEntrySize() {
 		return fmt.Errorf("%w: record of %d bytes does not fit a %d-byte segment", ErrMessageTooLarge, size, s.cfg.CommitLogFileSize)
 	}
 	if err := ValidateTopicName(m.Topic); err != nil {
 		return err
 	}
-	if err := commitlog.ValidateMessage(m, s.cfg.MaxMessageSize); err != nil {
-		if errors.Is(err, commitlog.ErrBadTopic) {
+	if err := message.ValidateMessage(m, s.cfg.MaxMessageSize); err != nil {
+		if errors.Is(err, message.ErrBadTopic) {
 			return fmt.Errorf("%w: %w", ErrBadTopic, err)
 		}
 		return fmt.Errorf("%w: %w", ErrBadMessage, err)
@@ -50,16 +51,16 @@ func (s *Store) checkMessage(m *commitlog.Message) error {
 	return nil
 }
 
-// ValidateTopicName applies commitlog.ValidateTopic (RocketMQ's rule),
+// ValidateTopicName applies message.ValidateTopic (RocketMQ's rule),
 // reporting a bad name as ErrBadTopic.
 func ValidateTopicName(name string) error {
-	if err := commitlog.ValidateTopic(name); err != nil {
+	if err := message.ValidateTopic(name); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadTopic, err)
 	}
 	return nil
 }
 
-func (s *Store) checkQueue(m *commitlog.Message, t TopicConfig, exists bool) error {
+func (s *Store) checkQueue(m *message.Message, t TopicConfig, exists bool) error {
 	switch {
 	case !exists && !s.cfg.AutoCreateTopics:
 		return fmt.Errorf("%w: %q", ErrNoSuchTopic, m.Topic)
@@ -94,7 +95,7 @@ func (a *appendScratch) admitNewTopic(s *Store, topic string) error {
 type appendScratch struct {
 	newTopics    []string // topics this entry auto-creates
 	totalQueues  int      // queues of all topics with newTopics; -1 until needed
-	accepted     []commitlog.Message
+	accepted     []message.Message
 	queueOffsets []int64
 	pos          []commitlog.RecordPos
 	next         map[queueKey]int64
@@ -113,7 +114,7 @@ type queueRef struct {
 type storeProps struct{ tags, keys, uniq []byte }
 
 // readStoreProps finds TAGS, KEYS and UNIQ_KEY in one pass over encoded
-// properties, with commitlog.GetProperty's rules (first occurrence wins, a
+// properties, with message.GetProperty's rules (first occurrence wins, a
 // pair without 0x01 is skipped, the last pair may lack its 0x02).
 func readStoreProps(props []byte) storeProps {
 	var sp storeProps
@@ -130,11 +131,11 @@ func readStoreProps(props []byte) storeProps {
 			continue
 		}
 		switch key, val := string(pair[:j]), pair[j+1:]; {
-		case !haveTags && key == commitlog.PropertyTags:
+		case !haveTags && key == message.PropertyTags:
 			sp.tags, haveTags = val, true
-		case !haveKeys && key == commitlog.PropertyKeys:
+		case !haveKeys && key == message.PropertyKeys:
 			sp.keys, haveKeys = val, true
-		case !haveUniq && key == commitlog.PropertyUniqKey:
+		case !haveUniq && key == message.PropertyUniqKey:
 			sp.uniq, haveUniq = val, true
 		}
 	}
@@ -180,7 +181,7 @@ func (a *appendScratch) reset() {
 // dispatches them. results gets one PutResult per message; a message that
 // fails validation gets Err and is not written (the rest are). An entry with
 // no valid message still leaves a no-op frame, so appliedIndex advances.
-func (s *Store) AppendMessages(h EntryHeader, msgs []commitlog.Message, results []PutResult) ([]PutResult, error) {
+func (s *Store) AppendMessages(h EntryHeader, msgs []message.Message, results []PutResult) ([]PutResult, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if err := s.checkWritable(h); err != nil {
@@ -190,7 +191,7 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []commitlog.Message, results 
 	a.reset()
 	defer a.reset()
 	results = results[:0]
-	entrySize := int64(commitlog.FrameSize)
+	entrySize := int64(message.FrameSize)
 	for i := range msgs {
 		m := &msgs[i]
 		res := PutResult{Topic: m.Topic, QueueID: m.QueueID, StoreTimestamp: h.StoreTimestamp}
@@ -198,11 +199,11 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []commitlog.Message, results 
 		if res.Err == nil {
 			res.Err = a.admitNewTopic(s, m.Topic)
 		}
-		if res.Err == nil && entrySize+int64(commitlog.MessageSize(m)) > s.maxEntrySize() {
+		if res.Err == nil && entrySize+int64(message.MessageSize(m)) > s.maxEntrySize() {
 			res.Err = fmt.Errorf("%w: the entry would exceed a commitlog segment", ErrMessageTooLarge)
 		}
 		if res.Err == nil {
-			entrySize += int64(commitlog.MessageSize(m))
+			entrySize += int64(message.MessageSize(m))
 			k := queueKey{m.Topic, m.QueueID}
 			off, ok := a.next[k]
 			if !ok {
@@ -215,9 +216,9 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []commitlog.Message, results 
 		}
 		results = append(results, res)
 	}
-	kind := commitlog.KindMessages
+	kind := message.KindMessages
 	if len(a.accepted) == 0 {
-		kind = commitlog.KindNoop
+		kind = message.KindNoop
 	}
 	start, pos, err := s.log.AppendEntry(s.frame(h, kind), nil, a.accepted, a.queueOffsets, a.pos)
 	a.pos = pos
@@ -236,11 +237,11 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []commitlog.Message, results 
 
 // maxEntrySize is the largest entry a segment takes (it ends with a blank).
 func (s *Store) maxEntrySize() int64 {
-	return s.cfg.CommitLogFileSize - commitlog.BlankSize
+	return s.cfg.CommitLogFileSize - message.BlankSize
 }
 
 // validateForApply is ValidateMessage without the topic lock (writeMu held).
-func (s *Store) validateForApply(m *commitlog.Message) error {
+func (s *Store) validateForApply(m *message.Message) error {
 	if err := s.checkMessage(m); err != nil {
 		return err
 	}
@@ -261,7 +262,7 @@ func (s *Store) checkWritable(h EntryHeader) error {
 	return nil
 }
 
-func (s *Store) frame(h EntryHeader, kind commitlog.Kind) commitlog.EntryHeader {
+func (s *Store) frame(h EntryHeader, kind message.Kind) commitlog.EntryHeader {
 	return commitlog.EntryHeader{Kind: kind, RaftIndex: h.RaftIndex, Term: h.Term, StoreTimestamp: h.StoreTimestamp, StoreHost: h.StoreHost}
 }
 
@@ -272,7 +273,7 @@ func (s *Store) queueOffset(k queueKey) int64 {
 // fillResults fills in the accepted messages' results. The message ids of
 // one entry share two allocations (one for the offset ids, one for the
 // UNIQ_KEYs) instead of two strings per message.
-func (s *Store) fillResults(results []PutResult, accepted []commitlog.Message, pos []commitlog.RecordPos, h EntryHeader) {
+func (s *Store) fillResults(results []PutResult, accepted []message.Message, pos []commitlog.RecordPos, h EntryHeader) {
 	a := &s.scratch
 	uniqLen := 0
 	for i := range accepted {
@@ -280,7 +281,7 @@ func (s *Store) fillResults(results []PutResult, accepted []commitlog.Message, p
 		a.props = append(a.props, sp)
 		uniqLen += len(sp.uniq)
 	}
-	ids := make([]byte, 0, len(accepted)*commitlog.OffsetMsgIDLen)
+	ids := make([]byte, 0, len(accepted)*message.OffsetMsgIDLen)
 	uniqs := make([]byte, 0, uniqLen)
 	j := 0
 	for i := range results {
@@ -291,8 +292,8 @@ func (s *Store) fillResults(results []PutResult, accepted []commitlog.Message, p
 		p := pos[j]
 		r.PhysicalOffset, r.Size = p.Offset, p.Size
 		n := len(ids)
-		ids = commitlog.AppendOffsetMsgID(ids, h.StoreHost, p.Offset)
-		r.OffsetMsgID = unsafe.String(&ids[n], commitlog.OffsetMsgIDLen)
+		ids = message.AppendOffsetMsgID(ids, h.StoreHost, p.Offset)
+		r.OffsetMsgID = unsafe.String(&ids[n], message.OffsetMsgIDLen)
 		r.MsgID = r.OffsetMsgID
 		if uniq := a.props[j].uniq; len(uniq) > 0 {
 			n := len(uniqs)
@@ -305,7 +306,7 @@ func (s *Store) fillResults(results []PutResult, accepted []commitlog.Message, p
 
 // dispatchAppended builds consume queue units and index keys for the records
 // just written, and advances the queue table.
-func (s *Store) dispatchAppended(msgs []commitlog.Message, queueOffsets []int64, pos []commitlog.RecordPos, storeTs int64) error {
+func (s *Store) dispatchAppended(msgs []message.Message, queueOffsets []int64, pos []commitlog.RecordPos, storeTs int64) error {
 	a := &s.scratch
 	s.mu.Lock()
 	for i := range msgs {
@@ -342,7 +343,7 @@ func (s *Store) dispatchOne(topic string, queueID int32, queueOffset int64, pos 
 	if err != nil {
 		return fmt.Errorf("store: consume queue %s/%d: %w", topic, queueID, err)
 	}
-	unit := consumequeue.Unit{PhyOffset: pos.Offset, Size: pos.Size, TagsCode: commitlog.TagsCodeBytes(sp.tags)}
+	unit := consumequeue.Unit{PhyOffset: pos.Offset, Size: pos.Size, TagsCode: message.TagsCodeBytes(sp.tags)}
 	if err := q.Put(queueOffset, unit); err != nil {
 		return fmt.Errorf("store: consume queue %s/%d offset %d: %w", topic, queueID, queueOffset, err)
 	}
@@ -443,7 +444,7 @@ func (s *Store) MarkApplied(h EntryHeader) error {
 	if err := s.checkWritable(h); err != nil {
 		return err
 	}
-	return s.appendFrame(h, commitlog.KindNoop, nil)
+	return s.appendFrame(h, message.KindNoop, nil)
 }
 
 // command validates (under writeMu), writes a command frame and applies it
@@ -457,7 +458,7 @@ func (s *Store) command(h EntryHeader, payload []byte, check func() error) error
 	if err := check(); err != nil {
 		return err
 	}
-	if err := s.appendFrame(h, commitlog.KindCommand, payload); err != nil {
+	if err := s.appendFrame(h, message.KindCommand, payload); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -469,7 +470,7 @@ func (s *Store) command(h EntryHeader, payload []byte, check func() error) error
 	return nil
 }
 
-func (s *Store) appendFrame(h EntryHeader, kind commitlog.Kind, payload []byte) error {
+func (s *Store) appendFrame(h EntryHeader, kind message.Kind, payload []byte) error {
 	start, _, err := s.log.AppendEntry(s.frame(h, kind), payload, nil, nil, nil)
 	if err != nil {
 		return s.failClosed(fmt.Errorf("append entry %d: %w", h.RaftIndex, err))

@@ -5,15 +5,15 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 )
 
 // TestReadStorePropsMatchesGetProperty: the one-pass property reader of the
-// append path finds what commitlog.GetProperty finds, on random property
+// append path finds what message.GetProperty finds, on random property
 // blocks with repeated, missing, empty and malformed pairs.
 func TestReadStorePropsMatchesGetProperty(t *testing.T) {
 	rng := rand.New(rand.NewSource(testSeed(t)))
-	keys := []string{commitlog.PropertyTags, commitlog.PropertyKeys, commitlog.PropertyUniqKey, "TAG", "KEYSX", "", "a"}
+	keys := []string{message.PropertyTags, message.PropertyKeys, message.PropertyUniqKey, "TAG", "KEYSX", "", "a"}
 	for iter := 0; iter < 5000; iter++ {
 		var b []byte
 		for n := rng.Intn(6); n > 0; n-- {
@@ -30,8 +30,8 @@ func TestReadStorePropsMatchesGetProperty(t *testing.T) {
 		for _, c := range []struct {
 			key string
 			got []byte
-		}{{commitlog.PropertyTags, sp.tags}, {commitlog.PropertyKeys, sp.keys}, {commitlog.PropertyUniqKey, sp.uniq}} {
-			want, _ := commitlog.GetProperty(b, c.key)
+		}{{message.PropertyTags, sp.tags}, {message.PropertyKeys, sp.keys}, {message.PropertyUniqKey, sp.uniq}} {
+			want, _ := message.GetProperty(b, c.key)
 			if !bytes.Equal(c.got, want) {
 				t.Fatalf("props %q key %s: got %q, want %q", b, c.key, c.got, want)
 			}

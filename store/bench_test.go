@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/mmap"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -84,24 +84,24 @@ func benchConfig(dir string, segSize int64) Config {
 // benchEntries builds benchPoolSize entries of benchPerEntry 1 KiB messages
 // spread over benchQueues queues, every message with its own KEYS and
 // UNIQ_KEY. Bodies share one buffer.
-func benchEntries(tb testing.TB) [][]commitlog.Message {
+func benchEntries(tb testing.TB) [][]message.Message {
 	body := make([]byte, benchBodySize)
 	for i := range body {
 		body[i] = byte(i * 7)
 	}
-	pool := make([][]commitlog.Message, benchPoolSize)
+	pool := make([][]message.Message, benchPoolSize)
 	n := 0
 	for e := range pool {
-		msgs := make([]commitlog.Message, benchPerEntry)
+		msgs := make([]message.Message, benchPerEntry)
 		for i := range msgs {
-			props, err := commitlog.EncodeProperties(
-				commitlog.Property{Key: commitlog.PropertyKeys, Value: fmt.Sprintf("order-%d", n)},
-				commitlog.Property{Key: commitlog.PropertyUniqKey, Value: fmt.Sprintf("U%016X", n)},
+			props, err := message.EncodeProperties(
+				message.Property{Key: message.PropertyKeys, Value: fmt.Sprintf("order-%d", n)},
+				message.Property{Key: message.PropertyUniqKey, Value: fmt.Sprintf("U%016X", n)},
 			)
 			if err != nil {
 				tb.Fatal(err)
 			}
-			msgs[i] = commitlog.Message{Topic: benchTopic, QueueID: int32(n % benchQueues), BornTimestamp: int64(n), Body: body, Properties: props}
+			msgs[i] = message.Message{Topic: benchTopic, QueueID: int32(n % benchQueues), BornTimestamp: int64(n), Body: body, Properties: props}
 			n++
 		}
 		pool[e] = msgs
@@ -111,7 +111,7 @@ func benchEntries(tb testing.TB) [][]commitlog.Message {
 
 // benchFill appends entries until the commitlog holds at least n bytes.
 // It returns the next Raft index and the body bytes written.
-func benchFill(tb testing.TB, s *Store, pool [][]commitlog.Message, raftIndex uint64, n int64) (uint64, int64) {
+func benchFill(tb testing.TB, s *Store, pool [][]message.Message, raftIndex uint64, n int64) (uint64, int64) {
 	var results []PutResult
 	var bodies int64
 	for s.log.WriteOffset() < n {
@@ -264,7 +264,7 @@ func BenchmarkStoreReadBackView(b *testing.B) {
 		for q := int32(0); q < benchQueues; q++ {
 			for off := int64(0); ; {
 				out = out[:0]
-				res, err := s.ReadMessages(benchTopic, q, off, 1024, 0, "", func(r *commitlog.Record) error {
+				res, err := s.ReadMessages(benchTopic, q, off, 1024, 0, "", func(r *message.Record) error {
 					out = append(out, r.Body...)
 					out = append(out, r.Properties...)
 					total += int64(len(r.Body))

@@ -5,7 +5,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/raftmq/raftmq/commitlog"
+
+	"github.com/raftmq/raftmq/message"
 )
 
 // Config of a store. DefaultConfig gives RocketMQ's defaults. Every replica
@@ -118,7 +119,7 @@ func (c Config) Validate() error {
 		return bad("IndexMaxHashSlots %d and IndexMaxIndexes %d must be positive", c.IndexMaxHashSlots, c.IndexMaxIndexes)
 	case c.MaxMessageSize <= 0 || c.MaxMessageSize > 4<<20:
 		return bad("MaxMessageSize %d must be in (0, 4 MiB]", c.MaxMessageSize)
-	case int64(c.MaxMessageSize)+4096 > c.CommitLogFileSize-commitlog.BlankSize:
+	case int64(c.MaxMessageSize)+4096 > c.CommitLogFileSize-message.BlankSize:
 		return bad("CommitLogFileSize %d is too small for MaxMessageSize %d", c.CommitLogFileSize, c.MaxMessageSize)
 	case c.DefaultQueues <= 0 || c.MaxQueues < c.DefaultQueues:
 		return bad("DefaultQueues %d must be positive and at most MaxQueues %d", c.DefaultQueues, c.MaxQueues)

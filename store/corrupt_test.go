@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/consumequeue"
 	"github.com/raftmq/raftmq/index"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/mmap"
 	"github.com/raftmq/raftmq/recovery"
 	"github.com/raftmq/raftmq/vfs"
@@ -53,7 +53,7 @@ func newDamageFixture(t *testing.T) *damageFixture {
 	s := mustOpen(t, fsys, f.cfg)
 	rng := rand.New(rand.NewSource(f.seed))
 	for i := uint64(1); i <= corruptEntries; i++ {
-		msgs := make([]commitlog.Message, 1+rng.Intn(4))
+		msgs := make([]message.Message, 1+rng.Intn(4))
 		for j := range msgs {
 			msgs[j] = testMessage([]string{"alpha", "beta"}[rng.Intn(2)], int32(rng.Intn(4)), int(i)*10+j, rng)
 			f.tagsOf[fmt.Sprintf("k%d", int(i)*10+j)] = []string{"red", "blue"}[(int(i)*10+j)%2]
@@ -173,7 +173,7 @@ func TestCorruptCommitLogTailAboveCheckpoint(t *testing.T) {
 	// Every byte region of the last entry: its frame, a record header, a
 	// body, its end. Each must cut the tail at that entry.
 	size := f.last.End - f.last.Offset
-	for _, rel := range []int64{0, 4, 9, commitlog.FrameSize + 2, size / 2, size - 1} {
+	for _, rel := range []int64{0, 4, 9, message.FrameSize + 2, size / 2, size - 1} {
 		fsys := f.fresh()
 		phy := f.last.Offset + rel
 		seg := f.segmentPath(phy)
@@ -254,12 +254,12 @@ func TestCorruptCommitLogBelowCheckpointDetectedOnRead(t *testing.T) {
 		}
 		r, err := s.GetMessages(victim.topic, victim.queue, victim.offset, 1, 0, "")
 		s.Close()
-		inBody := rel >= commitlog.OffBody && rel < commitlog.OffBody+int64(len(victim.body))
+		inBody := rel >= message.OffBody && rel < message.OffBody+int64(len(victim.body))
 		field := "header"
 		switch {
 		case inBody:
 			field = "body"
-		case rel >= commitlog.OffBody+int64(len(victim.body)):
+		case rel >= message.OffBody+int64(len(victim.body)):
 			field = "topic/properties"
 		}
 		switch {

@@ -7,7 +7,7 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -77,13 +77,13 @@ func runWorkload(s *Store, seed int64, m *workloadModel, from uint64) error {
 
 // workloadEntry draws entry i's content; it consumes rng identically whether
 // or not the entry is applied, so replays see the same entries.
-func workloadEntry(rng *rand.Rand, i uint64) []commitlog.Message {
+func workloadEntry(rng *rand.Rand, i uint64) []message.Message {
 	if i%23 == 0 || i%31 == 0 {
 		rng.Intn(2)
 		return nil // a command entry
 	}
 	n := 1 + rng.Intn(5)
-	msgs := make([]commitlog.Message, n)
+	msgs := make([]message.Message, n)
 	for j := range msgs {
 		topic := []string{"alpha", "beta"}[rng.Intn(2)]
 		msgs[j] = testMessage(topic, int32(rng.Intn(4)), int(i)*10+j, rng)
@@ -91,7 +91,7 @@ func workloadEntry(rng *rand.Rand, i uint64) []commitlog.Message {
 	return msgs
 }
 
-func applyWorkloadEntry(s *Store, i uint64, msgs []commitlog.Message, m *workloadModel) error {
+func applyWorkloadEntry(s *Store, i uint64, msgs []message.Message, m *workloadModel) error {
 	h := header(i)
 	switch {
 	case i%23 == 0:

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -44,10 +44,10 @@ func TestBadMessageIsNotBadTopic(t *testing.T) {
 	s := mustOpen(t, vfs.NewMem(), smallConfig("/data/store"))
 	defer s.Close()
 	m := testMessage("t", 0, 0, nil)
-	m.SysFlag |= commitlog.SysFlagBornHostV6
+	m.SysFlag |= message.SysFlagBornHostV6
 	err := s.checkMessage(&m)
-	if !errors.Is(err, ErrBadMessage) || errors.Is(err, ErrBadTopic) || !errors.Is(err, commitlog.ErrBadSysFlag) {
-		t.Fatalf("IPv6 sysflag: %v, want ErrBadMessage wrapping commitlog.ErrBadSysFlag", err)
+	if !errors.Is(err, ErrBadMessage) || errors.Is(err, ErrBadTopic) || !errors.Is(err, message.ErrBadSysFlag) {
+		t.Fatalf("IPv6 sysflag: %v, want ErrBadMessage wrapping message.ErrBadSysFlag", err)
 	}
 	m = testMessage("bad topic", 0, 0, nil)
 	if err := s.checkMessage(&m); !errors.Is(err, ErrBadTopic) {
@@ -72,7 +72,7 @@ func TestMaxTotalQueues(t *testing.T) {
 	}
 	// 8 used: one auto-created topic of 4 fits, a second in the same entry
 	// does not; messages to existing or already admitted topics pass.
-	msgs := []commitlog.Message{testMessage("n1", 0, 0, nil), testMessage("n2", 0, 1, nil), testMessage("n1", 1, 2, nil), testMessage("a", 0, 3, nil)}
+	msgs := []message.Message{testMessage("n1", 0, 0, nil), testMessage("n2", 0, 1, nil), testMessage("n1", 1, 2, nil), testMessage("a", 0, 3, nil)}
 	res, err := s.AppendMessages(header(3), msgs, nil)
 	if err != nil {
 		t.Fatal(err)

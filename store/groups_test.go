@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -29,7 +29,7 @@ func TestGroupProgressAndBackwardCommit(t *testing.T) {
 		n     int
 	}{{"A", 0, 5}, {"A", 1, 3}, {"B", 0, 4}} {
 		for j := range q.n {
-			res, err := s.AppendMessages(next(), []commitlog.Message{testMessage(q.topic, q.queue, i*100+j, nil)}, nil)
+			res, err := s.AppendMessages(next(), []message.Message{testMessage(q.topic, q.queue, i*100+j, nil)}, nil)
 			if err != nil || res[0].Err != nil {
 				t.Fatalf("append: %v %v", err, res)
 			}

@@ -2,12 +2,13 @@ package store
 
 import (
 	"fmt"
-	"github.com/raftmq/raftmq/internal/testseed"
 	"math/rand"
 	"testing"
 	"time"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/internal/testseed"
+
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -40,24 +41,24 @@ func mustOpen(t testing.TB, fsys vfs.FS, cfg Config) *Store {
 }
 
 // testMessage builds a message whose body names it, with a key and a tag.
-func testMessage(topic string, queue int32, n int, rng *rand.Rand) commitlog.Message {
+func testMessage(topic string, queue int32, n int, rng *rand.Rand) message.Message {
 	body := fmt.Appendf(nil, "msg-%d-", n)
 	if rng != nil {
 		extra := make([]byte, rng.Intn(600))
 		rng.Read(extra)
 		body = append(body, extra...)
 	}
-	props, err := commitlog.EncodeProperties(
-		commitlog.Property{Key: commitlog.PropertyKeys, Value: fmt.Sprintf("k%d common", n)},
-		commitlog.Property{Key: commitlog.PropertyUniqKey, Value: fmt.Sprintf("U%08d", n)},
-		commitlog.Property{Key: commitlog.PropertyTags, Value: []string{"red", "blue"}[n%2]},
+	props, err := message.EncodeProperties(
+		message.Property{Key: message.PropertyKeys, Value: fmt.Sprintf("k%d common", n)},
+		message.Property{Key: message.PropertyUniqKey, Value: fmt.Sprintf("U%08d", n)},
+		message.Property{Key: message.PropertyTags, Value: []string{"red", "blue"}[n%2]},
 	)
 	if err != nil {
 		panic(err)
 	}
-	return commitlog.Message{Topic: topic, QueueID: queue, BornTimestamp: int64(n), Body: body, Properties: props}
+	return message.Message{Topic: topic, QueueID: queue, BornTimestamp: int64(n), Body: body, Properties: props}
 }
 
 func header(index uint64) EntryHeader {
-	return EntryHeader{RaftIndex: index, Term: 1, StoreTimestamp: 1_700_000_000_000 + int64(index)*10, StoreHost: commitlog.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 7001}}
+	return EntryHeader{RaftIndex: index, Term: 1, StoreTimestamp: 1_700_000_000_000 + int64(index)*10, StoreHost: message.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 7001}}
 }

@@ -5,7 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/recovery"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -27,7 +27,7 @@ func TestIndexFlushLagsCheckpoint(t *testing.T) {
 		n := 0
 		appendSome := func(from, to uint64) {
 			for i := from; i < to; i++ {
-				msgs := make([]commitlog.Message, 4)
+				msgs := make([]message.Message, 4)
 				for j := range msgs {
 					msgs[j] = testMessage("ix", int32(n%2), n, rng)
 					n++

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/recovery"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -32,9 +32,9 @@ func killConfig(dir string) Config {
 }
 
 // killEntry is entry i's messages; both processes derive them from i.
-func killEntry(i uint64) []commitlog.Message {
+func killEntry(i uint64) []message.Message {
 	rng := rand.New(rand.NewSource(int64(i)))
-	msgs := make([]commitlog.Message, 1+rng.Intn(4))
+	msgs := make([]message.Message, 1+rng.Intn(4))
 	for j := range msgs {
 		msgs[j] = testMessage("kill", int32(rng.Intn(4)), int(i)*10+j, rng)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -41,7 +41,7 @@ type storeModel struct {
 
 var mdlTopics = []string{"t0", "t1", "t2"}
 
-func mdlMessage(rng *rand.Rand, n int) (commitlog.Message, string, []string) {
+func mdlMessage(rng *rand.Rand, n int) (message.Message, string, []string) {
 	topic := mdlTopics[rng.Intn(len(mdlTopics))]
 	switch rng.Intn(12) {
 	case 0:
@@ -63,20 +63,20 @@ func mdlMessage(rng *rand.Rand, n int) (commitlog.Message, string, []string) {
 	if rng.Intn(2) == 0 {
 		keys = append(keys, fmt.Sprintf("x%d", rng.Intn(20)))
 	}
-	props := []commitlog.Property{{Key: commitlog.PropertyUniqKey, Value: fmt.Sprintf("U%06d", n)}}
-	props = append(props, commitlog.Property{Key: commitlog.PropertyKeys, Value: strings.Join(keys, " ")})
+	props := []message.Property{{Key: message.PropertyUniqKey, Value: fmt.Sprintf("U%06d", n)}}
+	props = append(props, message.Property{Key: message.PropertyKeys, Value: strings.Join(keys, " ")})
 	if tag != "" {
-		props = append(props, commitlog.Property{Key: commitlog.PropertyTags, Value: tag})
+		props = append(props, message.Property{Key: message.PropertyTags, Value: tag})
 	}
-	p, err := commitlog.EncodeProperties(props...)
+	p, err := message.EncodeProperties(props...)
 	if err != nil {
 		panic(err)
 	}
-	return commitlog.Message{Topic: topic, QueueID: queue, BornTimestamp: int64(n), Body: body, Properties: p}, tag, keys
+	return message.Message{Topic: topic, QueueID: queue, BornTimestamp: int64(n), Body: body, Properties: p}, tag, keys
 }
 
 // accepts says whether the store must take m given the model's topics.
-func (md *storeModel) accepts(m *commitlog.Message) bool {
+func (md *storeModel) accepts(m *message.Message) bool {
 	if len(m.Body) > 8<<10 || ValidateTopicName(m.Topic) != nil || m.QueueID < 0 {
 		return false
 	}
@@ -101,7 +101,7 @@ func (r *modelRun) next() EntryHeader { r.index++; return header(r.index) }
 
 func (r *modelRun) opAppend() {
 	k := 1 + r.rng.Intn(4)
-	msgs := make([]commitlog.Message, k)
+	msgs := make([]message.Message, k)
 	tags := make([]string, k)
 	keys := make([][]string, k)
 	for i := range msgs {
@@ -337,7 +337,7 @@ func (r *modelRun) opLookup() {
 	if err != nil || len(got) != 1 || got[0].PhysicalOffset != m.phy {
 		r.t.Fatalf("lookup %s: %v %d results", m.uniq, err, len(got))
 	}
-	id := commitlog.OffsetMsgID(header(1).StoreHost, m.phy)
+	id := message.OffsetMsgID(header(1).StoreHost, m.phy)
 	got, err = r.s.LookupByMsgID("", id)
 	if err != nil || len(got) != 1 || !bytes.Equal(got[0].Body, m.body) {
 		r.t.Fatalf("lookup by offset id %s: %v %d results", id, err, len(got))

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -68,7 +68,7 @@ func TestPreallocateSegments(t *testing.T) {
 			var idx uint64
 			for s.log.WriteOffset() < 3*cfg.CommitLogFileSize+1000 {
 				idx++
-				if _, err := s.AppendMessages(header(idx), []commitlog.Message{testMessage("pre", 0, int(idx), nil)}, nil); err != nil {
+				if _, err := s.AppendMessages(header(idx), []message.Message{testMessage("pre", 0, int(idx), nil)}, nil); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/consumequeue"
+	"github.com/raftmq/raftmq/message"
 )
 
 // Read limits, as RocketMQ's getMessage.
@@ -38,14 +39,14 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxNum, m
 // from fn ends the read and is returned as is.
 // The result carries status and offsets as GetMessages', Messages is nil,
 // and NextOffset follows the last message handed to fn.
-func (s *Store) ReadMessages(topic string, queueID int32, offset int64, maxNum, maxBytes int, tag string, fn func(*commitlog.Record) error) (GetResult, error) {
+func (s *Store) ReadMessages(topic string, queueID int32, offset int64, maxNum, maxBytes int, tag string, fn func(*message.Record) error) (GetResult, error) {
 	if fn == nil {
 		return GetResult{}, errors.New("store: ReadMessages without a callback")
 	}
 	return s.getMessages(topic, queueID, offset, maxNum, maxBytes, tag, fn)
 }
 
-func (s *Store) getMessages(topic string, queueID int32, offset int64, maxNum, maxBytes int, tag string, fn func(*commitlog.Record) error) (GetResult, error) {
+func (s *Store) getMessages(topic string, queueID int32, offset int64, maxNum, maxBytes int, tag string, fn func(*message.Record) error) (GetResult, error) {
 	if s.closed.Load() {
 		return GetResult{}, ErrClosed
 	}
@@ -97,7 +98,7 @@ var unitBufs = sync.Pool{New: func() any { return new([]consumequeue.Unit) }}
 
 // readQueue serves units from offset: to fn if set, else copied into
 // res.Messages.
-func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, maxNum, maxBytes int, filter tagFilter, fn func(*commitlog.Record) error) (GetResult, error) {
+func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, maxNum, maxBytes int, filter tagFilter, fn func(*message.Record) error) (GetResult, error) {
 	// Hold the segments (and the queue files: Close unmaps them under the
 	// same lock) for the whole read, and look at closed again under it: a
 	// Close that ran since getMessages' check would otherwise make every
@@ -134,7 +135,7 @@ func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, ma
 	next, bytes, found := offset, 0, 0
 	// One record variable for the whole call: fn(&r) makes it escape, and
 	// a variable per iteration would be an allocation per message.
-	var r commitlog.Record
+	var r message.Record
 	for i, u := range units {
 		if found >= maxNum || (found > 0 && bytes+int(u.Size) > maxBytes) {
 			break
@@ -154,7 +155,7 @@ func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, ma
 		if err != nil {
 			return res, fmt.Errorf("store: %s/%d offset %d: %w", topic, queueID, ref.QueueOffset, err)
 		}
-		if tags, _ := commitlog.GetProperty(r.Properties, commitlog.PropertyTags); !filter.matchTagBytes(tags) {
+		if tags, _ := message.GetProperty(r.Properties, message.PropertyTags); !filter.matchTagBytes(tags) {
 			continue
 		}
 		bytes += int(u.Size)
@@ -194,7 +195,7 @@ func (s *Store) readMessage(phy int64) (Message, error) {
 // copyRecord fills m from r, copying body and properties to the end of
 // arena (each with its own capacity limit) and returning the extended arena.
 // topic must equal r.Topic (a caller that checked it passes its own string).
-func copyRecord(m *Message, r *commitlog.Record, topic string, arena []byte) []byte {
+func copyRecord(m *Message, r *message.Record, topic string, arena []byte) []byte {
 	*m = Message{
 		Topic: topic, QueueID: r.QueueID, QueueOffset: r.QueueOffset, PhysicalOffset: r.PhysicalOffset,
 		Size: r.Size, Flag: r.Flag, SysFlag: r.SysFlag, BornTimestamp: r.BornTimestamp, BornHost: r.BornHost,
@@ -224,7 +225,7 @@ func newTagFilter(expr string) tagFilter {
 	for _, t := range strings.Split(expr, "||") {
 		if t = strings.TrimSpace(t); t != "" {
 			f.tags = append(f.tags, t)
-			f.codes = append(f.codes, commitlog.TagsCode(t))
+			f.codes = append(f.codes, message.TagsCode(t))
 		}
 	}
 	return f
@@ -335,7 +336,7 @@ func (s *Store) LookupByOffset(phy int64) (Message, error) {
 // LookupByMsgID finds a message by its offset msg id (32 hex characters) or
 // by its UNIQ_KEY through the index.
 func (s *Store) LookupByMsgID(topic, msgID string) ([]Message, error) {
-	if _, phy, err := commitlog.ParseOffsetMsgID(msgID); err == nil {
+	if _, phy, err := message.ParseOffsetMsgID(msgID); err == nil {
 		if m, err := s.LookupByOffset(phy); err == nil && (topic == "" || m.Topic == topic) {
 			return []Message{m}, nil
 		}
@@ -344,7 +345,7 @@ func (s *Store) LookupByMsgID(topic, msgID string) ([]Message, error) {
 		return nil, fmt.Errorf("%w: a topic is needed to look up %q by UNIQ_KEY", ErrBadTopic, msgID)
 	}
 	return s.queryIndex(topic, msgID, maxQueryResults, 0, 1<<62, func(m *Message) bool {
-		v, _ := m.Property(commitlog.PropertyUniqKey)
+		v, _ := m.Property(message.PropertyUniqKey)
 		return v == msgID
 	})
 }
@@ -359,8 +360,8 @@ func (s *Store) QueryByKey(topic, key string, max int, begin, end int64) ([]Mess
 		return nil, fmt.Errorf("%w: empty key", ErrNotFound)
 	}
 	return s.queryIndex(topic, key, max, begin, end, func(m *Message) bool {
-		keys, _ := m.Property(commitlog.PropertyKeys)
-		uniq, _ := m.Property(commitlog.PropertyUniqKey)
+		keys, _ := m.Property(message.PropertyKeys)
+		uniq, _ := m.Property(message.PropertyUniqKey)
 		for _, k := range splitKeys(keys) {
 			if k == key {
 				return true

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -23,16 +24,16 @@ func TestReadRefusesDamagedRecordFields(t *testing.T) {
 	if victim.entry >= corruptCheckpoint {
 		t.Fatalf("victim entry %d is not below the checkpoint", victim.entry)
 	}
-	bodyEnd := int64(commitlog.OffBody + len(victim.body))
+	bodyEnd := int64(message.OffBody + len(victim.body))
 	checked := map[string]int64{
-		"TOTALSIZE": commitlog.OffTotalSize + 3, "MAGICCODE": commitlog.OffMagic, "BODYCRC": commitlog.OffBodyCRC + 1,
-		"QUEUEID": commitlog.OffQueueID + 3, "QUEUEOFFSET": commitlog.OffQueueOffset + 7,
-		"PHYSICALOFFSET": commitlog.OffPhysicalOffset + 6, "BODYLENGTH": commitlog.OffBodyLength + 3,
-		"BODY": commitlog.OffBody + 2, "TOPICLENGTH": bodyEnd, "TOPIC": bodyEnd + 1, "PROPERTIESLENGTH": bodyEnd + 1 + int64(len(victim.topic)) + 1,
+		"TOTALSIZE": message.OffTotalSize + 3, "MAGICCODE": message.OffMagic, "BODYCRC": message.OffBodyCRC + 1,
+		"QUEUEID": message.OffQueueID + 3, "QUEUEOFFSET": message.OffQueueOffset + 7,
+		"PHYSICALOFFSET": message.OffPhysicalOffset + 6, "BODYLENGTH": message.OffBodyLength + 3,
+		"BODY": message.OffBody + 2, "TOPICLENGTH": bodyEnd, "TOPIC": bodyEnd + 1, "PROPERTIESLENGTH": bodyEnd + 1 + int64(len(victim.topic)) + 1,
 	}
 	unchecked := map[string]int64{
-		"FLAG": commitlog.OffFlag + 3, "BORNTIMESTAMP": commitlog.OffBornTimestamp + 7, "STORETIMESTAMP": commitlog.OffStoreTimestamp + 7,
-		"STOREHOST": commitlog.OffStoreHost, "PREPAREDTXOFFSET": commitlog.OffPreparedTxOffset + 7,
+		"FLAG": message.OffFlag + 3, "BORNTIMESTAMP": message.OffBornTimestamp + 7, "STORETIMESTAMP": message.OffStoreTimestamp + 7,
+		"STOREHOST": message.OffStoreHost, "PREPAREDTXOFFSET": message.OffPreparedTxOffset + 7,
 		"PROPERTIES": bodyEnd + 1 + int64(len(victim.topic)) + 2 + 1,
 	}
 	read := func(field string, rel int64) (GetResult, error) {
@@ -52,7 +53,7 @@ func TestReadRefusesDamagedRecordFields(t *testing.T) {
 		_, err := read(field, rel)
 		var ce *commitlog.CorruptionError
 		switch {
-		case !errors.As(err, &ce) || !errors.Is(err, commitlog.ErrCorrupt):
+		case !errors.As(err, &ce) || !errors.Is(err, message.ErrCorrupt):
 			t.Errorf("%s flipped: got %v, want a *commitlog.CorruptionError", field, err)
 		case ce.Offset != victim.phy || filepath.Base(ce.File) != filepath.Base(f.segmentPath(victim.phy)):
 			t.Errorf("%s flipped: error names %s at %d, want the segment of %d", field, ce.File, ce.Offset, victim.phy)
@@ -75,7 +76,7 @@ func TestReadMessagesMatchesGetMessages(t *testing.T) {
 	defer s.Close()
 	rng := rand.New(rand.NewSource(testSeed(t)))
 	for i := uint64(1); i <= 30; i++ {
-		msgs := make([]commitlog.Message, 1+rng.Intn(5))
+		msgs := make([]message.Message, 1+rng.Intn(5))
 		for j := range msgs {
 			msgs[j] = testMessage("view", int32(rng.Intn(2)), int(i)*10+j, rng)
 		}
@@ -91,7 +92,7 @@ func TestReadMessagesMatchesGetMessages(t *testing.T) {
 					t.Fatal(err)
 				}
 				var got []Message
-				res, err := s.ReadMessages("view", q, off, 7, 0, tag, func(r *commitlog.Record) error {
+				res, err := s.ReadMessages("view", q, off, 7, 0, tag, func(r *message.Record) error {
 					var m Message
 					copyRecord(&m, r, string(r.Topic), nil)
 					got = append(got, m)
@@ -115,7 +116,7 @@ func TestReadMessagesMatchesGetMessages(t *testing.T) {
 	}
 	stop := errors.New("stop")
 	calls := 0
-	if _, err := s.ReadMessages("view", 0, 0, 100, 0, "", func(*commitlog.Record) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+	if _, err := s.ReadMessages("view", 0, 0, 100, 0, "", func(*message.Record) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
 		t.Fatalf("fn error: got %v after %d calls, want stop after 1", err, calls)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -21,7 +21,7 @@ func TestReadRacingCloseNeverSkips(t *testing.T) {
 		s := mustOpen(t, vfs.NewMem(), smallConfig("/s"))
 		const n = 200
 		for i := 0; i < n; i += 10 {
-			msgs := make([]commitlog.Message, 10)
+			msgs := make([]message.Message, 10)
 			for j := range msgs {
 				msgs[j] = testMessage("T", 0, i+j, nil)
 			}

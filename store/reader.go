@@ -3,7 +3,7 @@ package store
 import (
 	"context"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 )
 
 // Reader is the read side of a Store: what the API layer serves from a
@@ -16,7 +16,7 @@ type Reader interface {
 	GetMessages(topic string, queueID int32, offset int64, maxNum, maxBytes int, tag string) (GetResult, error)
 	// ReadMessages is GetMessages without copies: fn sees each record in
 	// place, valid only during the call.
-	ReadMessages(topic string, queueID int32, offset int64, maxNum, maxBytes int, tag string, fn func(*commitlog.Record) error) (GetResult, error)
+	ReadMessages(topic string, queueID int32, offset int64, maxNum, maxBytes int, tag string, fn func(*message.Record) error) (GetResult, error)
 	// WaitMessage blocks until the queue holds a message at offset, the
 	// store closes, or ctx ends.
 	WaitMessage(ctx context.Context, topic string, queueID int32, offset int64) error

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -27,7 +27,7 @@ func TestRebuildSyncsUnitsAnEarlierProcessLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := uint64(2); i < 202; i++ {
-		if _, err := src.AppendMessages(header(i), []commitlog.Message{testMessage("rb", 0, int(i), nil)}, nil); err != nil {
+		if _, err := src.AppendMessages(header(i), []message.Message{testMessage("rb", 0, int(i), nil)}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

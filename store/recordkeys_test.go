@@ -5,11 +5,11 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 )
 
 // TestRecordKeysMatchesGetProperty: the one-pass property walk of the
-// replay finds what commitlog.GetProperty finds, on random property blocks
+// replay finds what message.GetProperty finds, on random property blocks
 // with repeated names, empty values, stray separators and missing ones.
 func TestRecordKeysMatchesGetProperty(t *testing.T) {
 	rng := rand.New(rand.NewSource(testSeed(t)))
@@ -26,8 +26,8 @@ func TestRecordKeysMatchesGetProperty(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			got  []byte
-		}{{commitlog.PropertyTags, tags}, {commitlog.PropertyKeys, keys}, {commitlog.PropertyUniqKey, uniq}} {
-			want, _ := commitlog.GetProperty(props, c.name)
+		}{{message.PropertyTags, tags}, {message.PropertyKeys, keys}, {message.PropertyUniqKey, uniq}} {
+			want, _ := message.GetProperty(props, c.name)
 			if !bytes.Equal(c.got, want) {
 				t.Fatalf("props %q: %s = %q, GetProperty says %q", props, c.name, c.got, want)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/consumequeue"
 	"github.com/raftmq/raftmq/index"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/recovery"
 )
 
@@ -184,7 +185,7 @@ func (b *replayBatch) reset() {
 // add appends a verified entry and prepares its records.
 func (b *replayBatch) add(e *commitlog.Entry) error {
 	b.entries = append(b.entries, *e)
-	if e.Header.Kind == commitlog.KindMessages {
+	if e.Header.Kind == message.KindMessages {
 		if err := b.prepareRecords(e); err != nil {
 			return err
 		}
@@ -207,7 +208,7 @@ func (b *replayBatch) prepareRecords(e *commitlog.Entry) error {
 		b.hashes = index.MessageKeyHashes(b.hashes, rec.topic, keys, uniq)
 		b.recs = append(b.recs, preparedRecord{
 			off: off, size: rec.size, queueID: rec.queueID, queueOffset: rec.queueOffset, topic: rec.topic,
-			tagsCode: commitlog.TagsCodeBytes(tags), hashFrom: from, hashTo: len(b.hashes),
+			tagsCode: message.TagsCodeBytes(tags), hashFrom: from, hashTo: len(b.hashes),
 		})
 		rb = rb[rec.size:]
 		off += int64(rec.size)
@@ -253,13 +254,13 @@ func (r *replayer) batch(b *replayBatch) (int, error) {
 	for k := range b.entries {
 		e := &b.entries[k]
 		switch e.Header.Kind {
-		case commitlog.KindCommand:
+		case message.KindCommand:
 			if !r.only.dispatchOnly {
 				if err := r.command(e); err != nil {
 					return k, err
 				}
 			}
-		case commitlog.KindMessages:
+		case message.KindMessages:
 			for ; ri < b.recEnd[k]; ri++ {
 				rec := &b.recs[ri]
 				if err := r.record(rec, e.Header.StoreTimestamp, b.hashes[rec.hashFrom:rec.hashTo]); err != nil {
@@ -393,26 +394,26 @@ type replayRecord struct {
 // verified (structure, position and the entry CRC). It still bounds every
 // slice, so a caller passing unverified bytes gets an error, not a panic.
 func recordView(b []byte) (replayRecord, error) {
-	if len(b) < commitlog.RecordFixedSize {
+	if len(b) < message.RecordFixedSize {
 		return replayRecord{}, io.ErrUnexpectedEOF
 	}
-	size := int32(be32(b[commitlog.OffTotalSize:]))
-	bodyLen := int(int32(be32(b[commitlog.OffBodyLength:])))
-	if size < commitlog.RecordFixedSize || int(size) > len(b) || bodyLen < 0 || commitlog.OffBody+bodyLen+3 > int(size) {
-		return replayRecord{}, fmt.Errorf("%w: TOTALSIZE %d BODYLENGTH %d", commitlog.ErrCorrupt, size, bodyLen)
+	size := int32(be32(b[message.OffTotalSize:]))
+	bodyLen := int(int32(be32(b[message.OffBodyLength:])))
+	if size < message.RecordFixedSize || int(size) > len(b) || bodyLen < 0 || message.OffBody+bodyLen+3 > int(size) {
+		return replayRecord{}, fmt.Errorf("%w: TOTALSIZE %d BODYLENGTH %d", message.ErrCorrupt, size, bodyLen)
 	}
 	rb := b[:size]
-	p := commitlog.OffBody + bodyLen
+	p := message.OffBody + bodyLen
 	topicLen := int(int8(rb[p]))
 	if topicLen <= 0 || p+1+topicLen+2 > len(rb) {
-		return replayRecord{}, fmt.Errorf("%w: TOPICLENGTH %d", commitlog.ErrCorrupt, topicLen)
+		return replayRecord{}, fmt.Errorf("%w: TOPICLENGTH %d", message.ErrCorrupt, topicLen)
 	}
 	topic := rb[p+1 : p+1+topicLen]
 	p += 1 + topicLen + 2
 	return replayRecord{
 		size:        size,
-		queueID:     int32(be32(rb[commitlog.OffQueueID:])),
-		queueOffset: int64(be64(rb[commitlog.OffQueueOffset:])),
+		queueID:     int32(be32(rb[message.OffQueueID:])),
+		queueOffset: int64(be64(rb[message.OffQueueOffset:])),
 		topic:       topic,
 		props:       rb[p:],
 	}, nil
@@ -422,7 +423,7 @@ func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
 
 // recordKeys finds TAGS, KEYS and UNIQ_KEY in one pass over the properties
-// (name 0x01 value 0x02, repeated); like commitlog.GetProperty, the first
+// (name 0x01 value 0x02, repeated); like message.GetProperty, the first
 // occurrence of a name wins and a pair without 0x01 is skipped. Properties
 // are short, so a byte loop beats a call to bytes.IndexByte per separator.
 func recordKeys(props []byte) (tags, keys, uniq []byte) {
@@ -444,11 +445,11 @@ func recordKeys(props []byte) (tags, keys, uniq []byte) {
 		value := props[i+1 : j]
 		props = props[min(j+1, len(props)):]
 		switch {
-		case !haveKeys && string(name) == commitlog.PropertyKeys:
+		case !haveKeys && string(name) == message.PropertyKeys:
 			keys, haveKeys = value, true
-		case !haveUniq && string(name) == commitlog.PropertyUniqKey:
+		case !haveUniq && string(name) == message.PropertyUniqKey:
 			uniq, haveUniq = value, true
-		case !haveTags && string(name) == commitlog.PropertyTags:
+		case !haveTags && string(name) == message.PropertyTags:
 			tags, haveTags = value, true
 		}
 	}

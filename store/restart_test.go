@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/recovery"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -67,7 +67,7 @@ func TestRestartWorkIndependentOfSize(t *testing.T) {
 func appendRestartEntries(t *testing.T, s *Store, first, n uint64) uint64 {
 	t.Helper()
 	for i := first; i < first+n; i++ {
-		msgs := []commitlog.Message{testMessage("restart", 0, int(2*i), nil), testMessage("restart", 1, int(2*i+1), nil)}
+		msgs := []message.Message{testMessage("restart", 0, int(2*i), nil), testMessage("restart", 1, int(2*i+1), nil)}
 		res, err := s.AppendMessages(header(i), msgs, nil)
 		if err != nil {
 			t.Fatal(err)

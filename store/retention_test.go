@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -126,7 +126,7 @@ func fillRetentionTopic(t *testing.T, s *Store, rng *rand.Rand) {
 	}
 	n := 0
 	for i := uint64(2); i < 40; i++ {
-		msgs := make([]commitlog.Message, 8)
+		msgs := make([]message.Message, 8)
 		for j := range msgs {
 			msgs[j] = testMessage("ret", 0, n, rng)
 			msgs[j].Body = append(msgs[j].Body, make([]byte, 900)...)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -18,7 +18,7 @@ func TestAppendGetReopen(t *testing.T) {
 	var idx uint64
 	for n := 0; n < 300; n += 3 {
 		idx++
-		msgs := []commitlog.Message{testMessage("demo", 0, n, nil), testMessage("demo", 1, n+1, nil), testMessage("demo", 0, n+2, nil)}
+		msgs := []message.Message{testMessage("demo", 0, n, nil), testMessage("demo", 1, n+1, nil), testMessage("demo", 0, n+2, nil)}
 		res, err := s.AppendMessages(header(idx), msgs, nil)
 		if err != nil {
 			t.Fatalf("append %d: %v", idx, err)
@@ -43,7 +43,7 @@ func TestAppendGetReopen(t *testing.T) {
 		}
 		r, _ = s.GetMessages("demo", 0, 0, 32, 1<<20, "blue")
 		for _, m := range r.Messages {
-			if tag, _ := m.Property(commitlog.PropertyTags); tag != "blue" {
+			if tag, _ := m.Property(message.PropertyTags); tag != "blue" {
 				t.Fatalf("tag filter let %q through", tag)
 			}
 		}
@@ -69,7 +69,7 @@ func TestAppendGetReopen(t *testing.T) {
 		t.Fatalf("mode %s after a clean close", mode)
 	}
 	check(s)
-	if _, err := s.AppendMessages(header(100), []commitlog.Message{testMessage("demo", 0, 1, nil)}, nil); !errors.Is(err, ErrAlreadyApplied) {
+	if _, err := s.AppendMessages(header(100), []message.Message{testMessage("demo", 0, 1, nil)}, nil); !errors.Is(err, ErrAlreadyApplied) {
 		t.Fatalf("re-apply: %v", err)
 	}
 }
@@ -86,7 +86,7 @@ func TestGetStatuses(t *testing.T) {
 	if r, _ := s.GetMessages("t", 1, 0, 1, 0, ""); r.Status != NoMessageInQueue {
 		t.Fatalf("empty queue: %v", r.Status)
 	}
-	if _, err := s.AppendMessages(header(2), []commitlog.Message{testMessage("t", 1, 0, nil), testMessage("t", 1, 1, nil)}, nil); err != nil {
+	if _, err := s.AppendMessages(header(2), []message.Message{testMessage("t", 1, 0, nil), testMessage("t", 1, 1, nil)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -107,7 +107,7 @@ func TestGetStatuses(t *testing.T) {
 func TestBadInputChangesNothing(t *testing.T) {
 	s := mustOpen(t, vfs.NewMem(), smallConfig("/s"))
 	defer s.Close()
-	bad := []commitlog.Message{
+	bad := []message.Message{
 		{Topic: "", Body: []byte("x")},
 		{Topic: "has space", Body: []byte("x")},
 		{Topic: string(make([]byte, 200)), Body: []byte("x")},
@@ -143,7 +143,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 func TestWaitMessageWakes(t *testing.T) {
 	s := mustOpen(t, vfs.NewMem(), smallConfig("/s"))
 	defer s.Close()
-	if _, err := s.AppendMessages(header(1), []commitlog.Message{testMessage("w", 0, 0, nil)}, nil); err != nil {
+	if _, err := s.AppendMessages(header(1), []message.Message{testMessage("w", 0, 0, nil)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -152,7 +152,7 @@ func TestWaitMessageWakes(t *testing.T) {
 		defer cancel()
 		done <- s.WaitMessage(ctx, "w", 0, 1)
 	}()
-	if _, err := s.AppendMessages(header(2), []commitlog.Message{testMessage("w", 0, 1, nil)}, nil); err != nil {
+	if _, err := s.AppendMessages(header(2), []message.Message{testMessage("w", 0, 1, nil)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -16,8 +16,8 @@ func TestUpdateTopic(t *testing.T) {
 	if err := s.CreateTopic(header(1), TopicConfig{Name: "T", Queues: 4, Perm: 6}); err != nil {
 		t.Fatal(err)
 	}
-	msg := commitlog.Message{Topic: "T", QueueID: 6, BornTimestamp: 1, Body: []byte("q6")}
-	if res, err := s.AppendMessages(header(2), []commitlog.Message{msg}, nil); err != nil || !errors.Is(res[0].Err, ErrBadQueue) {
+	msg := message.Message{Topic: "T", QueueID: 6, BornTimestamp: 1, Body: []byte("q6")}
+	if res, err := s.AppendMessages(header(2), []message.Message{msg}, nil); err != nil || !errors.Is(res[0].Err, ErrBadQueue) {
 		t.Fatalf("queue 6 of a 4-queue topic: %v / %+v", err, res)
 	}
 	if err := s.UpdateTopic(header(3), TopicConfig{Name: "T", Queues: 8, Perm: 4}); err != nil {
@@ -26,7 +26,7 @@ func TestUpdateTopic(t *testing.T) {
 	if got, _ := s.Topic("T"); got != (TopicConfig{Name: "T", Queues: 8, Perm: 4}) {
 		t.Fatalf("after update: %+v", got)
 	}
-	if res, err := s.AppendMessages(header(4), []commitlog.Message{msg}, nil); err != nil || res[0].Err != nil {
+	if res, err := s.AppendMessages(header(4), []message.Message{msg}, nil); err != nil || res[0].Err != nil {
 		t.Fatalf("queue 6 after growing to 8: %v / %+v", err, res)
 	}
 	// Zero keeps: only the perm changes.

@@ -3,7 +3,7 @@ package store
 import (
 	"time"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 )
 
 // EntryHeader carries what the Raft entry fixes for every byte it produces.
@@ -11,7 +11,7 @@ type EntryHeader struct {
 	RaftIndex      uint64
 	Term           uint64
 	StoreTimestamp int64 // chosen by the leader, made monotonic by the FSM
-	StoreHost      commitlog.HostPort
+	StoreHost      message.HostPort
 }
 
 // PutResult is the per-message outcome of AppendMessages.
@@ -69,9 +69,9 @@ type Message struct {
 	Flag             int32
 	SysFlag          int32
 	BornTimestamp    int64
-	BornHost         commitlog.HostPort
+	BornHost         message.HostPort
 	StoreTimestamp   int64
-	StoreHost        commitlog.HostPort
+	StoreHost        message.HostPort
 	ReconsumeTimes   int32
 	PreparedTxOffset int64
 	BodyCRC          uint32
@@ -81,7 +81,7 @@ type Message struct {
 
 // Property returns a property of the message.
 func (m *Message) Property(key string) (string, bool) {
-	v, ok := commitlog.GetProperty(m.Properties, key)
+	v, ok := message.GetProperty(m.Properties, key)
 	return string(v), ok
 }
 

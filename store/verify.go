@@ -12,6 +12,7 @@ import (
 
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/consumequeue"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/mmap"
 	"github.com/raftmq/raftmq/recovery"
 	"github.com/raftmq/raftmq/vfs"
@@ -265,7 +266,7 @@ func (r *verifyReport) entry(e *commitlog.Entry) {
 	r.entries++
 	r.end, r.lastIndex, r.lastTerm = e.End, e.Header.RaftIndex, e.Header.Term
 	switch e.Header.Kind {
-	case commitlog.KindCommand:
+	case message.KindCommand:
 		if len(e.Command) > 0 && e.Command[0] == cmdDeleteTopic {
 			d := decoder{b: e.Command[1:]}
 			topic := d.str()
@@ -278,15 +279,15 @@ func (r *verifyReport) entry(e *commitlog.Entry) {
 		if err := newMeta().applyCommand(e.Command); err != nil {
 			r.errorf("command at %d (index %d): %v", e.Start, e.Header.RaftIndex, err)
 		}
-	case commitlog.KindMessages:
-		_ = e.ForEachRecord(func(off int64, rec commitlog.Record) error {
+	case message.KindMessages:
+		_ = e.ForEachRecord(func(off int64, rec message.Record) error {
 			r.record(off, &rec)
 			return nil
 		})
 	}
 }
 
-func (r *verifyReport) record(off int64, rec *commitlog.Record) {
+func (r *verifyReport) record(off int64, rec *message.Record) {
 	r.messages++
 	r.records = append(r.records, off)
 	k := queueKey{string(rec.Topic), rec.QueueID}
@@ -409,9 +410,9 @@ func (r *verifyReport) checkUnit(name string, q *consumequeue.Queue, off int64, 
 		r.errorf("%s: unit %d: %v", name, off, err)
 		return
 	}
-	tags, _ := commitlog.GetProperty(rec.Properties, commitlog.PropertyTags)
+	tags, _ := message.GetProperty(rec.Properties, message.PropertyTags)
 	if string(rec.Topic) != q.Topic() || rec.QueueID != q.QueueID() || rec.QueueOffset != off ||
-		rec.Size != u.Size || commitlog.TagsCodeBytes(tags) != u.TagsCode {
+		rec.Size != u.Size || message.TagsCodeBytes(tags) != u.TagsCode {
 		r.errorf("%s: unit %d {%d %d %d} does not match the record at %d (%s/%d offset %d size %d)",
 			name, off, u.PhyOffset, u.Size, u.TagsCode, u.PhyOffset, rec.Topic, rec.QueueID, rec.QueueOffset, rec.Size)
 	}

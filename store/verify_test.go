@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/mmap"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -31,7 +31,7 @@ func verifyFill(t *testing.T, fsys *vfs.MemFS, dir string, n int, seed int64) []
 			}
 			continue
 		}
-		res, err := s.AppendMessages(header(uint64(i)), []commitlog.Message{testMessage("demo", int32(i%3), i, rng)}, nil)
+		res, err := s.AppendMessages(header(uint64(i)), []message.Message{testMessage("demo", int32(i%3), i, rng)}, nil)
 		if err != nil || res[0].Err != nil {
 			t.Fatalf("append %d: %v %v", i, err, res[0].Err)
 		}
@@ -118,7 +118,7 @@ func TestVerifyBitFlipBelowCheckpoint(t *testing.T) {
 	// Flip a body bit of a message in the middle (well below the checkpoint).
 	victim := res[len(res)/2]
 	seg := victim.PhysicalOffset - victim.PhysicalOffset%(64<<10)
-	flipAt := victim.PhysicalOffset + commitlog.OffBody + 2
+	flipAt := victim.PhysicalOffset + message.OffBody + 2
 	name := filepath.Join("/b/store", commitLogDir, mmap.FileName(seg))
 	if err := fsys.FlipBit(name, flipAt-seg, 3); err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestVerifyBitFlipBelowCheckpoint(t *testing.T) {
 		t.Fatalf("verify of a flipped replica: %v", err)
 	}
 	sameChecksums(t, before, fsChecksums(t, fsys, "/"))
-	entryStart := victim.PhysicalOffset - commitlog.FrameSize // one message per entry
+	entryStart := victim.PhysicalOffset - message.FrameSize // one message per entry
 	for _, want := range []string{
 		fmt.Sprintf("damaged below the checkpoint (confirmOffset %d) at offset %d", res[len(res)-1].PhysicalOffset+int64(res[len(res)-1].Size), entryStart),
 		fmt.Sprintf("differ at offset %d (%s", flipAt, filepath.Join("/a/store", commitLogDir, mmap.FileName(seg))),

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // API CONTRACT: node/ implements Backend; the gRPC server and its tests depend
@@ -38,7 +39,7 @@ type Backend interface {
 	// wrapping ErrNotLeader; the server then forwards the call to
 	// ClusterStatus.LeaderAPIAddr. Per-message failures are reported in
 	// PutResult.Err; the error return is for the whole batch.
-	Send(ctx context.Context, msgs []commitlog.Message) ([]store.PutResult, error)
+	Send(ctx context.Context, msgs []message.Message) ([]store.PutResult, error)
 	CommitOffsets(ctx context.Context, commits []store.OffsetCommit) error
 	CreateTopic(ctx context.Context, t store.TopicConfig) error
 	DeleteTopic(ctx context.Context, name string) error
@@ -49,7 +50,7 @@ type Backend interface {
 	// Reader serves reads from the local (committed) store.
 	Reader() store.Reader
 	// Status is a point-in-time view of this node and the cluster.
-	Status() ClusterStatus
+	Status() wire.ClusterStatus
 }
 
 // LeaderReader is implemented by backends that can serve a read consistent
@@ -59,37 +60,3 @@ type Backend interface {
 type LeaderReader interface {
 	VerifyLeaderRead(ctx context.Context) error
 }
-
-// Suffrage of a member, as in raft.Configuration.
-const (
-	SuffrageVoter    = "voter"
-	SuffrageNonvoter = "nonvoter"
-	SuffrageStaging  = "staging"
-)
-
-// Member is one server of the Raft configuration.
-type Member struct {
-	ID       string
-	RaftAddr string
-	APIAddr  string // "" if unknown
-	Suffrage string // SuffrageVoter, SuffrageNonvoter or SuffrageStaging
-}
-
-// ClusterStatus is a node's view of itself and the cluster.
-type ClusterStatus struct {
-	ID             string
-	State          string // raft.RaftState.String(): "Leader", "Follower", "Candidate", "Shutdown"
-	LeaderID       string // "" if none known
-	LeaderRaftAddr string
-	LeaderAPIAddr  string
-	Term           uint64
-	CommitIndex    uint64
-	AppliedIndex   uint64
-	ConfirmOffset  int64
-	MinOffset      int64
-	MaxOffset      int64
-	Members        []Member
-}
-
-// HasLeader reports whether a leader is known.
-func (s ClusterStatus) HasLeader() bool { return s.LeaderID != "" || s.LeaderAPIAddr != "" }

@@ -11,9 +11,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // recBackend records every call; writes answer with err (or fake results).
@@ -21,8 +22,8 @@ import (
 type recBackend struct {
 	mu     sync.Mutex
 	calls  []string
-	sent   [][]commitlog.Message
-	status ClusterStatus
+	sent   [][]message.Message
+	status wire.ClusterStatus
 	err    error
 }
 
@@ -39,7 +40,7 @@ func (b *recBackend) Calls() []string {
 	return append([]string(nil), b.calls...)
 }
 
-func (b *recBackend) Send(ctx context.Context, msgs []commitlog.Message) ([]store.PutResult, error) {
+func (b *recBackend) Send(ctx context.Context, msgs []message.Message) ([]store.PutResult, error) {
 	if err := b.record("Send"); err != nil {
 		return nil, err
 	}
@@ -73,13 +74,13 @@ func (b *recBackend) Reader() store.Reader {
 
 // SetStatus replaces the status under the lock: the server's health loop
 // reads it concurrently.
-func (b *recBackend) SetStatus(s ClusterStatus) {
+func (b *recBackend) SetStatus(s wire.ClusterStatus) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.status = s
 }
 
-func (b *recBackend) Status() ClusterStatus {
+func (b *recBackend) Status() wire.ClusterStatus {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.status

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
 	"github.com/raftmq/raftmq/transport/transporttest"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // notLeader is a follower backend: every write says "not the leader".
@@ -20,12 +21,12 @@ type notLeader struct {
 	leader string
 }
 
-func (n notLeader) Send(context.Context, []commitlog.Message) ([]store.PutResult, error) {
+func (n notLeader) Send(context.Context, []message.Message) ([]store.PutResult, error) {
 	return nil, transport.ErrNotLeader
 }
 
-func (n notLeader) Status() transport.ClusterStatus {
-	return transport.ClusterStatus{ID: "f", LeaderID: "local", LeaderAPIAddr: n.leader}
+func (n notLeader) Status() wire.ClusterStatus {
+	return wire.ClusterStatus{ID: "f", LeaderID: "local", LeaderAPIAddr: n.leader}
 }
 
 // BenchmarkSendPath interleaves, per iteration, one batch applied straight to
@@ -51,10 +52,10 @@ func benchSendPath(b *testing.B, batch int) {
 	ctx := context.Background()
 	body := make([]byte, 1024)
 	req := &pb.SendRequest{}
-	var direct []commitlog.Message
+	var direct []message.Message
 	for i := 0; i < batch; i++ {
 		req.Messages = append(req.Messages, &pb.Message{Topic: "B", QueueId: 0, Body: body, BornTimestamp: 1})
-		direct = append(direct, commitlog.Message{Topic: "B", QueueID: 0, Body: body, BornTimestamp: 1})
+		direct = append(direct, message.Message{Topic: "B", QueueID: 0, Body: body, BornTimestamp: 1})
 	}
 	var tDirect, tGRPC, tFwd time.Duration
 	b.ResetTimer()

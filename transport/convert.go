@@ -1,19 +1,17 @@
 package transport
 
 import (
-	"encoding/binary"
-	"slices"
-
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // toLogMessage converts a validated request message. Defaults (queue, born
 // timestamp, born host) were filled in by fillDefaults.
-func toLogMessage(m *pb.Message) commitlog.Message {
-	host, _ := ParseHostPort(m.GetBornHost())
-	return commitlog.Message{
+func toLogMessage(m *pb.Message) message.Message {
+	host, _ := message.ParseHostPort(m.GetBornHost())
+	return message.Message{
 		Topic:         m.GetTopic(),
 		QueueID:       m.GetQueueId(),
 		Flag:          m.GetFlag(),
@@ -28,7 +26,7 @@ func toLogMessage(m *pb.Message) commitlog.Message {
 // constant number of allocations: the properties of all messages are encoded
 // into one buffer, and a born host repeated from the previous message is not
 // parsed again.
-func toLogMessages(in []*pb.Message) []commitlog.Message {
+func toLogMessages(in []*pb.Message) []message.Message {
 	size := 0
 	for _, m := range in {
 		for _, p := range m.GetProperties() {
@@ -36,12 +34,12 @@ func toLogMessages(in []*pb.Message) []commitlog.Message {
 		}
 	}
 	props := make([]byte, 0, size)
-	out := make([]commitlog.Message, len(in))
+	out := make([]message.Message, len(in))
 	var lastHost string
-	var host commitlog.HostPort
+	var host message.HostPort
 	for i, m := range in {
 		if h := m.GetBornHost(); h != lastHost || i == 0 {
-			host, _ = ParseHostPort(h)
+			host, _ = message.ParseHostPort(h)
 			lastHost = h
 		}
 		start := len(props)
@@ -50,7 +48,7 @@ func toLogMessages(in []*pb.Message) []commitlog.Message {
 		if len(props) > start { // nil when there are none, as EncodeProperties
 			p = props[start:len(props):len(props)]
 		}
-		out[i] = commitlog.Message{
+		out[i] = message.Message{
 			Topic:         m.GetTopic(),
 			QueueID:       m.GetQueueId(),
 			Flag:          m.GetFlag(),
@@ -61,17 +59,6 @@ func toLogMessages(in []*pb.Message) []commitlog.Message {
 		}
 	}
 	return out
-}
-
-// appendProperties is EncodeProperties appending to dst.
-func appendProperties(dst []byte, props []*pb.Property) []byte {
-	for _, p := range props {
-		dst = append(dst, p.GetKey()...)
-		dst = append(dst, nameValueSep)
-		dst = append(dst, p.GetValue()...)
-		dst = append(dst, propertySep)
-	}
-	return dst
 }
 
 // fromPutResults converts the results of a Send, allocating them together.
@@ -117,7 +104,7 @@ func fromPutResult(r store.PutResult) *pb.SendResult {
 // FromStoreMessage converts a stored message for the wire.
 func FromStoreMessage(m store.Message) *pb.StoredMessage {
 	out := new(pb.StoredMessage)
-	fillStoredMessage(out, &m, FormatHostPort(m.StoreHost))
+	fillStoredMessage(out, &m, m.StoreHost.String())
 	return out
 }
 
@@ -125,8 +112,8 @@ func FromStoreMessage(m store.Message) *pb.StoredMessage {
 // (the same for every message a node returns, so callers format it once).
 func fillStoredMessage(out *pb.StoredMessage, m *store.Message, storeHost string) {
 	props := DecodeProperties(m.Properties)
-	off := commitlog.OffsetMsgID(m.StoreHost, m.PhysicalOffset)
-	id := PropertyValue(props, PropUniqKey)
+	off := message.OffsetMsgID(m.StoreHost, m.PhysicalOffset)
+	id := PropertyValue(props, message.PropertyUniqKey)
 	if id == "" {
 		id = off
 	}
@@ -137,7 +124,7 @@ func fillStoredMessage(out *pb.StoredMessage, m *store.Message, storeHost string
 	out.Flag = m.Flag
 	out.SysFlag = m.SysFlag
 	out.BornTimestamp = m.BornTimestamp
-	out.BornHost = FormatHostPort(m.BornHost)
+	out.BornHost = m.BornHost.String()
 	out.StoreTimestamp = m.StoreTimestamp
 	out.StoreHost = storeHost
 	out.ReconsumeTimes = m.ReconsumeTimes
@@ -154,12 +141,12 @@ func fillStoredMessage(out *pb.StoredMessage, m *store.Message, storeHost string
 func fromStoreMessages(ms []store.Message) []*pb.StoredMessage {
 	out := make([]*pb.StoredMessage, len(ms))
 	structs := make([]pb.StoredMessage, len(ms))
-	var host commitlog.HostPort
+	var host message.HostPort
 	var hostStr string
 	for i := range ms {
 		m := &ms[i]
 		if i == 0 || m.StoreHost != host {
-			host, hostStr = m.StoreHost, FormatHostPort(m.StoreHost)
+			host, hostStr = m.StoreHost, m.StoreHost.String()
 		}
 		fillStoredMessage(&structs[i], m, hostStr)
 		out[i] = &structs[i]
@@ -167,47 +154,7 @@ func fromStoreMessages(ms []store.Message) []*pb.StoredMessage {
 	return out
 }
 
-// AppendRecord appends r to dst as a v1 message record (FORMAT.md §2.1):
-// for a record read from the commitlog, the bytes the commitlog holds for
-// it, every field as stored and BODYCRC copied rather than recomputed.
-// Decode them with commitlog.DecodeRecord. r.Size is not used: TOTALSIZE
-// follows from the lengths.
-func AppendRecord(dst []byte, r *commitlog.Record) []byte {
-	topic := r.Topic
-	size := commitlog.RecordSize(len(r.Body), len(topic), len(r.Properties))
-	p := len(dst)
-	dst = slices.Grow(dst, size)[:p+size]
-	b := dst[p:]
-	be := binary.BigEndian
-	be.PutUint32(b[commitlog.OffTotalSize:], uint32(size))
-	be.PutUint32(b[commitlog.OffMagic:], commitlog.MagicMessageV1)
-	be.PutUint32(b[commitlog.OffBodyCRC:], r.BodyCRC)
-	be.PutUint32(b[commitlog.OffQueueID:], uint32(r.QueueID))
-	be.PutUint32(b[commitlog.OffFlag:], uint32(r.Flag))
-	be.PutUint64(b[commitlog.OffQueueOffset:], uint64(r.QueueOffset))
-	be.PutUint64(b[commitlog.OffPhysicalOffset:], uint64(r.PhysicalOffset))
-	be.PutUint32(b[commitlog.OffSysFlag:], uint32(r.SysFlag))
-	be.PutUint64(b[commitlog.OffBornTimestamp:], uint64(r.BornTimestamp))
-	putHost(b[commitlog.OffBornHost:], r.BornHost)
-	be.PutUint64(b[commitlog.OffStoreTimestamp:], uint64(r.StoreTimestamp))
-	putHost(b[commitlog.OffStoreHost:], r.StoreHost)
-	be.PutUint32(b[commitlog.OffReconsumeTimes:], uint32(r.ReconsumeTimes))
-	be.PutUint64(b[commitlog.OffPreparedTxOffset:], uint64(r.PreparedTxOffset))
-	be.PutUint32(b[commitlog.OffBodyLength:], uint32(len(r.Body)))
-	q := commitlog.OffBody + copy(b[commitlog.OffBody:], r.Body)
-	b[q] = byte(len(topic))
-	q += 1 + copy(b[q+1:], topic)
-	be.PutUint16(b[q:], uint16(len(r.Properties)))
-	copy(b[q+2:], r.Properties)
-	return dst
-}
-
-func putHost(b []byte, h commitlog.HostPort) {
-	copy(b[:4], h.IP[:])
-	binary.BigEndian.PutUint32(b[4:8], uint32(h.Port))
-}
-
-func fromClusterStatus(s ClusterStatus) *pb.StatusResponse {
+func fromClusterStatus(s wire.ClusterStatus) *pb.StatusResponse {
 	out := &pb.StatusResponse{
 		Id: s.ID, State: s.State, LeaderId: s.LeaderID,
 		LeaderRaftAddr: s.LeaderRaftAddr, LeaderApiAddr: s.LeaderAPIAddr,

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // MetadataForwarded marks a request a follower forwarded to the leader. A
@@ -32,7 +33,7 @@ func newForwarder(opts []grpc.DialOption) *forwarder {
 	if len(opts) == 0 {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
-	limits := grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxResponseBytes), grpc.MaxCallSendMsgSize(MaxRequestBytes))
+	limits := grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(wire.MaxResponseBytes), grpc.MaxCallSendMsgSize(wire.MaxRequestBytes))
 	opts = append([]grpc.DialOption{limits}, opts...)
 	return &forwarder{dialOpts: opts, conns: map[string]*grpc.ClientConn{}}
 }
@@ -81,11 +82,11 @@ func forward[R any](s *Server, ctx context.Context, err error, call func(context
 	st := s.b.Status()
 	leader := st.LeaderAPIAddr
 	if errors.Is(err, ErrNoLeader) || leader == "" {
-		return zero, notLeaderStatus(ReasonNoLeader, "")
+		return zero, notLeaderStatus(wire.ReasonNoLeader, "")
 	}
 	if isForwarded(ctx) || st.LeaderID == st.ID {
 		// Already one hop, or our view is stale: let the client re-resolve.
-		return zero, notLeaderStatus(ReasonNotLeader, leader)
+		return zero, notLeaderStatus(wire.ReasonNotLeader, leader)
 	}
 	c, cerr := s.fwd.client(leader)
 	if cerr != nil {
@@ -107,11 +108,11 @@ func classifyForwardErr(err error) error {
 	if !ok {
 		return status.Error(codes.Unknown, outcomeUnknownMsg+": "+err.Error())
 	}
-	if NotSent(err) {
-		if r, _ := RetryReason(err); r != "" {
+	if wire.NotSent(err) {
+		if r, _ := wire.RetryReason(err); r != "" {
 			return err
 		}
-		return retrySafeStatus(ReasonNoLeader, "", "leader unreachable: "+st.Message())
+		return retrySafeStatus(wire.ReasonNoLeader, "", "leader unreachable: "+st.Message())
 	}
 	switch st.Code() {
 	case codes.Unavailable, codes.Internal:

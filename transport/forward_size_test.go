@@ -6,15 +6,16 @@ import (
 	"testing"
 
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // TestForwardLargeSend: a Send of 4 MiB bodies close to the server's
 // message limit, sent to a follower, reaches the leader whole.
 func TestForwardLargeSend(t *testing.T) {
-	leader := &recBackend{status: ClusterStatus{ID: "n1", LeaderID: "n1"}}
+	leader := &recBackend{status: wire.ClusterStatus{ID: "n1", LeaderID: "n1"}}
 	leaderAddr, _, _ := startServer(t, leader)
 	follower := &recBackend{err: fmt.Errorf("node: %w", ErrNotLeader),
-		status: ClusterStatus{ID: "n2", LeaderID: "n1", LeaderAPIAddr: leaderAddr}}
+		status: wire.ClusterStatus{ID: "n2", LeaderID: "n1", LeaderAPIAddr: leaderAddr}}
 	_, fc, _ := startServer(t, follower)
 	const n, size = 15, 4 << 20 // 60 MiB
 	req := &pb.SendRequest{}

@@ -15,6 +15,7 @@ import (
 
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/wire"
 )
 
 func sendOne(ctx context.Context, c pb.RaftMQClient) (*pb.SendResponse, error) {
@@ -22,10 +23,10 @@ func sendOne(ctx context.Context, c pb.RaftMQClient) (*pb.SendResponse, error) {
 }
 
 func TestForwardToLeader(t *testing.T) {
-	leader := &recBackend{status: ClusterStatus{ID: "n1", LeaderID: "n1"}}
+	leader := &recBackend{status: wire.ClusterStatus{ID: "n1", LeaderID: "n1"}}
 	leaderAddr, _, _ := startServer(t, leader)
 	follower := &recBackend{err: fmt.Errorf("node: %w", ErrNotLeader),
-		status: ClusterStatus{ID: "n2", LeaderID: "n1", LeaderAPIAddr: leaderAddr}}
+		status: wire.ClusterStatus{ID: "n2", LeaderID: "n1", LeaderAPIAddr: leaderAddr}}
 	_, fc, _ := startServer(t, follower)
 	ctx := testCtx(t)
 
@@ -74,18 +75,18 @@ func TestForwardOneHopOnly(t *testing.T) {
 	b := &recBackend{err: ErrNotLeader}
 	aAddr, ac, _ := startServer(t, a)
 	bAddr, _, _ := startServer(t, b)
-	a.SetStatus(ClusterStatus{ID: "a", LeaderID: "b", LeaderAPIAddr: bAddr})
-	b.SetStatus(ClusterStatus{ID: "b", LeaderID: "a", LeaderAPIAddr: aAddr})
+	a.SetStatus(wire.ClusterStatus{ID: "a", LeaderID: "b", LeaderAPIAddr: bAddr})
+	b.SetStatus(wire.ClusterStatus{ID: "b", LeaderID: "a", LeaderAPIAddr: aAddr})
 
 	_, err := sendOne(testCtx(t), ac)
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("err %v, want Unavailable", err)
 	}
-	reason, hint := RetryReason(err)
-	if reason != ReasonNotLeader || hint != aAddr || !strings.Contains(err.Error(), "leader is "+aAddr) {
+	reason, hint := wire.RetryReason(err)
+	if reason != wire.ReasonNotLeader || hint != aAddr || !strings.Contains(err.Error(), "leader is "+aAddr) {
 		t.Fatalf("reason %q hint %q err %v", reason, hint, err)
 	}
-	if !NotSent(err) {
+	if !wire.NotSent(err) {
 		t.Fatal("not-leader error must be retry-safe")
 	}
 	if len(a.Calls()) != 1 || len(b.Calls()) != 1 {
@@ -95,10 +96,10 @@ func TestForwardOneHopOnly(t *testing.T) {
 
 func TestForwardNoLeaderAndUnreachable(t *testing.T) {
 	ctx := testCtx(t)
-	nb := &recBackend{err: ErrNotLeader, status: ClusterStatus{ID: "n2"}}
+	nb := &recBackend{err: ErrNotLeader, status: wire.ClusterStatus{ID: "n2"}}
 	_, c, _ := startServer(t, nb)
 	_, err := sendOne(ctx, c)
-	if r, _ := RetryReason(err); status.Code(err) != codes.Unavailable || r != ReasonNoLeader {
+	if r, _ := wire.RetryReason(err); status.Code(err) != codes.Unavailable || r != wire.ReasonNoLeader {
 		t.Fatalf("no leader: %v", err)
 	}
 
@@ -109,10 +110,10 @@ func TestForwardNoLeaderAndUnreachable(t *testing.T) {
 	}
 	dead := lis.Addr().String()
 	_ = lis.Close()
-	nb2 := &recBackend{err: ErrNotLeader, status: ClusterStatus{ID: "n2", LeaderID: "n1", LeaderAPIAddr: dead}}
+	nb2 := &recBackend{err: ErrNotLeader, status: wire.ClusterStatus{ID: "n2", LeaderID: "n1", LeaderAPIAddr: dead}}
 	_, c2, _ := startServer(t, nb2)
 	_, err = sendOne(ctx, c2)
-	if status.Code(err) != codes.Unavailable || !NotSent(err) {
+	if status.Code(err) != codes.Unavailable || !wire.NotSent(err) {
 		t.Fatalf("unreachable leader: %v", err)
 	}
 }
@@ -134,7 +135,7 @@ func TestErrorMapping(t *testing.T) {
 		{errors.New("boom"), codes.Internal, "boom"},
 	}
 	for _, tc := range cases {
-		b := &recBackend{err: tc.err, status: ClusterStatus{ID: "n1", LeaderID: "n1"}}
+		b := &recBackend{err: tc.err, status: wire.ClusterStatus{ID: "n1", LeaderID: "n1"}}
 		_, c, _ := startServer(t, b)
 		_, err := c.CreateTopic(testCtx(t), &pb.CreateTopicRequest{Name: "T"})
 		if status.Code(err) != tc.code || !strings.Contains(status.Convert(err).Message(), tc.text) {
@@ -144,12 +145,12 @@ func TestErrorMapping(t *testing.T) {
 }
 
 func TestHealthFollowsLeader(t *testing.T) {
-	b := &recBackend{status: ClusterStatus{ID: "n1"}}
+	b := &recBackend{status: wire.ClusterStatus{ID: "n1"}}
 	lisAddr, _, _ := startServer(t, b)
 	hc := healthClient(t, lisAddr)
 	ctx := testCtx(t)
 	waitHealth(t, ctx, hc, healthpb.HealthCheckResponse_NOT_SERVING)
-	b.SetStatus(ClusterStatus{ID: "n1", LeaderID: "n1"})
+	b.SetStatus(wire.ClusterStatus{ID: "n1", LeaderID: "n1"})
 	waitHealth(t, ctx, hc, healthpb.HealthCheckResponse_SERVING)
 }
 

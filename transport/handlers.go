@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/store"
 )
@@ -43,7 +43,7 @@ func (s *Server) fillDefaults(ctx context.Context, req *pb.SendRequest) {
 	now := s.opts.Now().UnixMilli()
 	born := ""
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		if _, err := ParseHostPort(p.Addr.String()); err == nil {
+		if _, err := message.ParseHostPort(p.Addr.String()); err == nil {
 			born = p.Addr.String()
 		}
 	}
@@ -106,8 +106,8 @@ func (s *Server) Pull(ctx context.Context, req *pb.PullRequest) (*pb.PullRespons
 		get = func() (store.GetResult, error) {
 			records, nrec = records[:0], 0
 			return st.ReadMessages(req.GetTopic(), req.GetQueueId(), req.GetOffset(), maxN, maxB, tag,
-				func(r *commitlog.Record) error {
-					records = AppendRecord(records, r)
+				func(r *message.Record) error {
+					records = message.AppendRecord(records, r)
 					nrec++
 					return nil
 				})
@@ -203,7 +203,7 @@ func (s *Server) QueryByMsgID(ctx context.Context, req *pb.QueryByMsgIDRequest) 
 			}
 		}
 	}
-	if _, phy, ok := ParseOffsetMsgID(req.GetMsgId()); ok {
+	if _, phy, err := message.ParseOffsetMsgID(req.GetMsgId()); err == nil {
 		if m, err := st.LookupByOffset(phy); err == nil &&
 			strings.EqualFold(FromStoreMessage(m).GetOffsetMsgId(), req.GetMsgId()) &&
 			(req.GetTopic() == "" || m.Topic == req.GetTopic()) {

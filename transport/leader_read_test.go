@@ -11,6 +11,7 @@ import (
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
 	"github.com/raftmq/raftmq/transport/transporttest"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // staleFollower is a real store that lags the leader: it is not the leader,
@@ -24,7 +25,7 @@ func (f *staleFollower) VerifyLeaderRead(context.Context) error {
 	return fmt.Errorf("follower: %w", transport.ErrNotLeader)
 }
 
-func (f *staleFollower) Status() transport.ClusterStatus {
+func (f *staleFollower) Status() wire.ClusterStatus {
 	st := f.Local.Status()
 	st.ID, st.State, st.LeaderID, st.LeaderAPIAddr = "follower", "Follower", "local", f.leaderAddr
 	return st

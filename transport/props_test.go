@@ -2,42 +2,22 @@ package transport
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 )
 
 func TestPropertiesRoundTrip(t *testing.T) {
-	in := []*pb.Property{{Key: PropUniqKey, Value: "ABC"}, {Key: PropKeys, Value: "k1 k2"}, {Key: PropTags, Value: ""}}
+	in := []*pb.Property{{Key: message.PropertyUniqKey, Value: "ABC"}, {Key: message.PropertyKeys, Value: "k1 k2"}, {Key: message.PropertyTags, Value: ""}}
 	enc := EncodeProperties(in)
 	want := []byte("UNIQ_KEY\x01ABC\x02KEYS\x01k1 k2\x02TAGS\x01\x02")
 	if !bytes.Equal(enc, want) {
 		t.Fatalf("encoded %q, want %q", enc, want)
 	}
 	out := DecodeProperties(enc)
-	if len(out) != 3 || PropertyValue(out, PropKeys) != "k1 k2" || PropertyValue(out, PropUniqKey) != "ABC" {
+	if len(out) != 3 || PropertyValue(out, message.PropertyKeys) != "k1 k2" || PropertyValue(out, message.PropertyUniqKey) != "ABC" {
 		t.Fatalf("decoded %v", out)
-	}
-}
-
-func TestOffsetMsgID(t *testing.T) {
-	h := commitlog.HostPort{IP: [4]byte{10, 0, 0, 7}, Port: 10911}
-	id := OffsetMsgID(h, 0x1234)
-	if id != "0A00000700002A9F0000000000001234" {
-		t.Fatalf("id %s", id)
-	}
-	h2, phy, ok := ParseOffsetMsgID(id)
-	if !ok || h2 != h || phy != 0x1234 {
-		t.Fatalf("parse: %v %v %v", h2, phy, ok)
-	}
-	if _, _, ok := ParseOffsetMsgID("zz"); ok {
-		t.Fatal("parsed garbage")
-	}
-	hp, err := ParseHostPort(FormatHostPort(h))
-	if err != nil || hp != h {
-		t.Fatalf("host port round trip: %v %v", hp, err)
 	}
 }
 
@@ -57,17 +37,6 @@ func FuzzDecodeProperties(f *testing.F) {
 			if props[i].GetKey() != again[i].GetKey() || props[i].GetValue() != again[i].GetValue() {
 				t.Fatalf("property %d changed", i)
 			}
-		}
-	})
-}
-
-func FuzzParseOffsetMsgID(f *testing.F) {
-	f.Add("0A00000700002A9F0000000000001234")
-	f.Add("")
-	f.Fuzz(func(t *testing.T, s string) {
-		h, phy, ok := ParseOffsetMsgID(s)
-		if ok && OffsetMsgID(h, phy) != strings.ToUpper(s) {
-			t.Fatalf("%q does not round trip", s)
 		}
 	})
 }

@@ -9,8 +9,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/internal/testseed"
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
@@ -35,10 +35,10 @@ func fillQueue(t testing.TB, s *transporttest.Server, topic string, n int, rng *
 				BornTimestamp: 1 + rng.Int63n(1<<40), BornHost: fmt.Sprintf("10.%d.%d.%d:%d", rng.Intn(256), rng.Intn(256), rng.Intn(256), rng.Intn(65536))}
 			rng.Read(m.Body)
 			if rng.Intn(4) > 0 {
-				m.Properties = append(m.Properties, &pb.Property{Key: transport.PropUniqKey, Value: fmt.Sprintf("ID-%d", len(sent)+len(req.Messages))})
+				m.Properties = append(m.Properties, &pb.Property{Key: message.PropertyUniqKey, Value: fmt.Sprintf("ID-%d", len(sent)+len(req.Messages))})
 			}
 			if rng.Intn(2) == 0 {
-				m.Properties = append(m.Properties, &pb.Property{Key: transport.PropTags, Value: fmt.Sprint("t", rng.Intn(3))},
+				m.Properties = append(m.Properties, &pb.Property{Key: message.PropertyTags, Value: fmt.Sprint("t", rng.Intn(3))},
 					&pb.Property{Key: "user", Value: string(rune('a' + rng.Intn(26)))})
 			}
 			req.Messages = append(req.Messages, m)
@@ -86,7 +86,7 @@ func TestPullRecordsMatchMessages(t *testing.T) {
 		}
 		b := rec.GetRecords()
 		for i, want := range old.GetMessages() {
-			r, err := commitlog.DecodeRecord(b)
+			r, err := message.DecodeRecord(b)
 			if err != nil {
 				t.Fatalf("offset %d record %d: %v", off, i, err)
 			}
@@ -110,7 +110,7 @@ func TestPullRecordsMatchMessages(t *testing.T) {
 }
 
 // storedOf renders a decoded record as the server's per-message answer.
-func storedOf(r *commitlog.Record) *pb.StoredMessage {
+func storedOf(r *message.Record) *pb.StoredMessage {
 	m := store.Message{Topic: string(r.Topic), QueueID: r.QueueID, QueueOffset: r.QueueOffset, PhysicalOffset: r.PhysicalOffset,
 		Size: r.Size, Flag: r.Flag, SysFlag: r.SysFlag, BornTimestamp: r.BornTimestamp, BornHost: r.BornHost,
 		StoreTimestamp: r.StoreTimestamp, StoreHost: r.StoreHost, ReconsumeTimes: r.ReconsumeTimes,
@@ -132,10 +132,10 @@ func headerOf(m *pb.StoredMessage) string {
 func TestFormatHostPortRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(testseed.Seed(t)))
 	for range 2000 {
-		h := commitlog.HostPort{IP: [4]byte{byte(rng.Intn(256)), byte(rng.Intn(256)), byte(rng.Intn(256)), byte(rng.Intn(256))}, Port: rng.Int31n(65536)}
-		s := transport.FormatHostPort(h)
+		h := message.HostPort{IP: [4]byte{byte(rng.Intn(256)), byte(rng.Intn(256)), byte(rng.Intn(256)), byte(rng.Intn(256))}, Port: rng.Int31n(65536)}
+		s := h.String()
 		want := fmt.Sprintf("%d.%d.%d.%d:%d", h.IP[0], h.IP[1], h.IP[2], h.IP[3], h.Port)
-		got, err := transport.ParseHostPort(s)
+		got, err := message.ParseHostPort(s)
 		if s != want || err != nil || got != h {
 			t.Fatalf("%v: formatted %q (want %q), parsed back %v, %v", h, s, want, got, err)
 		}

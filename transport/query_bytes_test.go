@@ -9,9 +9,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/transport"
 	"github.com/raftmq/raftmq/transport/transporttest"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // TestLargeMessagesFitEveryAnswer: 4 MiB bodies (the store's limit) go
@@ -22,7 +24,7 @@ import (
 func TestLargeMessagesFitEveryAnswer(t *testing.T) {
 	s := transporttest.StartT(t)
 	cc, err := grpc.NewClient(s.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(transport.MaxResponseBytes), grpc.MaxCallSendMsgSize(transport.MaxRequestBytes)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(wire.MaxResponseBytes), grpc.MaxCallSendMsgSize(wire.MaxRequestBytes)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +36,7 @@ func TestLargeMessagesFitEveryAnswer(t *testing.T) {
 	bodies := make([][]byte, n)
 	for i := range bodies {
 		bodies[i] = bytes.Repeat([]byte{'a' + byte(i)}, size)
-		msg := &pb.Message{Topic: "Big", QueueId: 0, Body: bodies[i], Properties: []*pb.Property{{Key: transport.PropKeys, Value: "big"}}}
+		msg := &pb.Message{Topic: "Big", QueueId: 0, Body: bodies[i], Properties: []*pb.Property{{Key: message.PropertyKeys, Value: "big"}}}
 		resp, err := c.Send(ctx, &pb.SendRequest{Messages: []*pb.Message{msg}})
 		if err != nil || resp.GetResults()[0].GetErrorCode() != 0 {
 			t.Fatalf("send %d: %v %v", i, err, resp)

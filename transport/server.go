@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // ServerOptions configure a Server. Zero values take the defaults.
@@ -36,7 +37,7 @@ func (o *ServerOptions) defaults() {
 		o.Logger = hclog.NewNullLogger()
 	}
 	if o.MaxRecvMsgSize <= 0 {
-		o.MaxRecvMsgSize = MaxRequestBytes
+		o.MaxRecvMsgSize = wire.MaxRequestBytes
 	}
 	if o.MaxMessageSize <= 0 {
 		o.MaxMessageSize = 4 << 20
@@ -81,7 +82,7 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 		fwd:    newForwarder(opts.ForwardDialOptions),
 		stop:   make(chan struct{}),
 	}
-	s.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize), grpc.MaxSendMsgSize(max(opts.MaxRecvMsgSize, MaxResponseBytes)),
+	s.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize), grpc.MaxSendMsgSize(max(opts.MaxRecvMsgSize, wire.MaxResponseBytes)),
 		grpc.ForceServerCodecV2(newPullCodec()),
 		// Pull answers are ~1 MiB: write them in fewer, larger syscalls.
 		grpc.WriteBufferSize(512 << 10),

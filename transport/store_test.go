@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/transport"
 	"github.com/raftmq/raftmq/transport/transporttest"
@@ -40,7 +41,7 @@ func TestServerOverRealStore(t *testing.T) {
 		t.Fatalf("second create: %v", err)
 	}
 	msg := &pb.Message{Topic: "T", QueueId: 1, Body: []byte("hello"), Properties: []*pb.Property{
-		{Key: transport.PropUniqKey, Value: "ID-1"}, {Key: transport.PropKeys, Value: "k1"}, {Key: transport.PropTags, Value: "a"}}}
+		{Key: message.PropertyUniqKey, Value: "ID-1"}, {Key: message.PropertyKeys, Value: "k1"}, {Key: message.PropertyTags, Value: "a"}}}
 	resp, err := c.Send(ctx, &pb.SendRequest{Messages: []*pb.Message{msg}})
 	if err != nil {
 		t.Fatal(err)

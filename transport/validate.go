@@ -4,34 +4,23 @@ import (
 	"bytes"
 	"strings"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Request limits. Every request is checked against them before the backend
 // is touched, so bad input changes nothing.
 const (
-	MaxTopicLen         = commitlog.MaxTopicLen // message layout v1 stores the length in a signed byte
+	MaxTopicLen         = message.MaxTopicLen // message layout v1 stores the length in a signed byte
 	MaxGroupLen         = 255
-	MaxPropertiesLen    = 32767 // RocketMQ: Short.MAX_VALUE
+	MaxPropertiesLen    = message.MaxPropertiesLen // RocketMQ: Short.MAX_VALUE
 	MaxProperties       = 128
 	MaxQueueID          = 1023 // store.Config.MaxQueues - 1 by default
 	MaxQueues           = 1024
 	MaxPullMessages     = 1024
 	DefaultPullMessages = 32
-	MaxPullBytes        = 64 << 20
 	DefaultPullBytes    = 4 << 20
-	// MaxRequestBytes is the gRPC limit of a request: what the server
-	// receives (ServerOptions.MaxRecvMsgSize) and the Go client and the
-	// follower-to-leader forward send. A Send of 64 MiB fits; the Producer
-	// and the CLI cut their batches far below it.
-	MaxRequestBytes = 64 << 20
-	// MaxResponseBytes is the gRPC limit of an answer: what the server sends
-	// and the Go client and the forward receive. The largest Pull answer
-	// (MaxPullBytes of records) with its framing fits. A 4 MiB body always
-	// fits a Send, a Pull (which returns at least one message whatever its
-	// max_bytes) and a query.
-	MaxResponseBytes = MaxPullBytes + 1<<20
 	// MaxQueryBytes bounds the message bytes of one query answer (at least
 	// one message is returned): 1,024 messages of 4 MiB would not fit a
 	// gRPC message.
@@ -45,10 +34,10 @@ const (
 )
 
 // ValidTopic reports why name is not a legal topic, as InvalidArgument, or
-// nil: commitlog.ValidateTopic, RocketMQ's rule.
+// nil: message.ValidateTopic, RocketMQ's rule.
 func ValidTopic(name string) error {
-	if err := commitlog.ValidateTopic(name); err != nil {
-		return invalid("%s", strings.TrimPrefix(err.Error(), commitlog.ErrBadTopic.Error()+": "))
+	if err := message.ValidateTopic(name); err != nil {
+		return invalid("%s", strings.TrimPrefix(err.Error(), message.ErrBadTopic.Error()+": "))
 	}
 	return nil
 }
@@ -93,7 +82,7 @@ func validateMessage(i int, m *pb.Message, maxBody int) error {
 		return invalid("message %d: born timestamp %d is negative", i, m.GetBornTimestamp())
 	}
 	if h := m.GetBornHost(); h != "" {
-		if _, err := ParseHostPort(h); err != nil {
+		if _, err := message.ParseHostPort(h); err != nil {
 			return invalid("message %d: born host: %v", i, err)
 		}
 	}
@@ -151,8 +140,8 @@ func validatePull(req *pb.PullRequest) error {
 	if n := req.GetMaxMessages(); n < 0 || n > MaxPullMessages {
 		return invalid("max messages %d out of range [0, %d]", n, MaxPullMessages)
 	}
-	if n := req.GetMaxBytes(); n < 0 || n > MaxPullBytes {
-		return invalid("max bytes %d out of range [0, %d]", n, MaxPullBytes)
+	if n := req.GetMaxBytes(); n < 0 || n > wire.MaxPullBytes {
+		return invalid("max bytes %d out of range [0, %d]", n, wire.MaxPullBytes)
 	}
 	if w := req.GetMaxWaitMs(); w < 0 || w > MaxWaitMs {
 		return invalid("max wait %d ms out of range [0, %d]", w, MaxWaitMs)

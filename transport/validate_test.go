@@ -8,6 +8,7 @@ import (
 
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/transport/transporttest/badinput"
+	"github.com/raftmq/raftmq/wire"
 )
 
 func msg(topic string, q int32, body string, props ...*pb.Property) *pb.Message {
@@ -18,7 +19,7 @@ func msg(topic string, q int32, body string, props ...*pb.Property) *pb.Message 
 func Limits() badinput.Limits {
 	return badinput.Limits{MaxTopicLen: MaxTopicLen, MaxPropertiesLen: MaxPropertiesLen, MaxProperties: MaxProperties,
 		MaxQueueID: MaxQueueID, MaxQueues: MaxQueues, MaxBatchMessages: MaxBatchMessages, MaxBody: 4 << 20,
-		MaxPullMessages: MaxPullMessages, MaxPullBytes: MaxPullBytes, MaxWaitMs: MaxWaitMs,
+		MaxPullMessages: MaxPullMessages, MaxPullBytes: wire.MaxPullBytes, MaxWaitMs: MaxWaitMs,
 		MaxKeyLen: MaxKeyLen, MaxIDLen: MaxIDLen}
 }
 
@@ -26,7 +27,7 @@ func Limits() badinput.Limits {
 // (also run against a live cluster by e2e/) and checks the code and that the
 // backend (including its store) was never touched.
 func TestValidationCatalogue(t *testing.T) {
-	b := &recBackend{status: ClusterStatus{ID: "n1", LeaderID: "n1"}}
+	b := &recBackend{status: wire.ClusterStatus{ID: "n1", LeaderID: "n1"}}
 	_, c, _ := startServer(t, b)
 	ctx := testCtx(t)
 	for _, tc := range badinput.Cases(Limits()) {

@@ -9,11 +9,14 @@
 //	fsm                               Raft FSM over the store
 //	store                             the message store facade
 //	consumequeue, index, recovery     derived files and their recovery
-//	commitlog                         the message and its log
-//	mmap, internal/lossyfs            mapped files; the lossy test file system
-//	vfs, proto, internal leaves       imported by anything
+//	commitlog                         the log of message records
+//	mmap, wire, internal/lossyfs      mapped files; the client-server contract; the lossy test file system
+//	vfs, proto, message, internal leaves  imported by anything
 //
 // A package may import only packages of a lower layer (never one of its own
 // layer, never one above). Test files are exempt: tests may drive a package
-// from above. It has no code of its own.
+// from above. A second test holds the Go client to its leaves: `go list
+// -deps ./client` has none of the storage engine (store, recovery,
+// commitlog, consumequeue, index, mmap, vfs), fsm, node, transport or Raft.
+// It has no code of its own.
 package layers

@@ -4,7 +4,9 @@ import (
 	"go/build"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -15,9 +17,9 @@ const module = "github.com/raftmq/raftmq/"
 // layer of every package, by import path below the module; a package may
 // import only packages of a lower layer. A new package must be placed here.
 var layer = map[string]int{
-	"vfs": 0, "proto/raftmq/v1": 0, "internal/buildinfo": 0, "internal/testseed": 0,
+	"vfs": 0, "proto/raftmq/v1": 0, "message": 0, "internal/buildinfo": 0, "internal/testseed": 0,
 	"internal/testenv": 0, "internal/layers": 0,
-	"mmap": 1, "internal/lossyfs": 1, "transport/transporttest/badinput": 1,
+	"mmap": 1, "wire": 1, "internal/lossyfs": 1, "transport/transporttest/badinput": 1,
 	"commitlog":    2,
 	"consumequeue": 3, "index": 3, "recovery": 3,
 	"store":          4,
@@ -141,4 +143,34 @@ func moduleImports(t *testing.T) map[string][]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// clientMustNotLink are the packages an application linking the Go client
+// must not get: the storage engine and Raft.
+var clientMustNotLink = []string{
+	module + "store", module + "recovery", module + "commitlog", module + "consumequeue",
+	module + "index", module + "mmap", module + "vfs", module + "fsm", module + "node",
+	module + "transport", "github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb/v2", "github.com/hashicorp/raft-wal",
+}
+
+// TestClientStandsAlone: `go list -deps ./client` (everything an application
+// that imports the client links) holds none of clientMustNotLink.
+func TestClientStandsAlone(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./client")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./client: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"client") || !slices.Contains(deps, module+"message") {
+		t.Fatalf("go list -deps ./client does not list the client and message: %v", deps)
+	}
+	for _, dep := range deps {
+		for _, bad := range clientMustNotLink {
+			if dep == bad || strings.HasPrefix(dep, bad+"/") {
+				t.Errorf("the client links %s", dep)
+			}
+		}
+	}
 }

@@ -6,8 +6,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/internal/testseed"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -32,8 +32,8 @@ func childStoreInstall(dir string) error {
 	}
 	defer src.Close()
 	for i := 1; i <= storeEntries; i++ {
-		msg := commitlog.Message{Topic: storeTopic, QueueID: 0, BornTimestamp: int64(i), Body: storeBody(seed, i)}
-		res, err := src.AppendMessages(storeHeader(i), []commitlog.Message{msg}, nil)
+		msg := message.Message{Topic: storeTopic, QueueID: 0, BornTimestamp: int64(i), Body: storeBody(seed, i)}
+		res, err := src.AppendMessages(storeHeader(i), []message.Message{msg}, nil)
 		if err == nil && res[0].Err != nil {
 			err = res[0].Err
 		}

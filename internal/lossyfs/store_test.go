@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/internal/testseed"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -50,7 +50,7 @@ func storeBody(seed int64, i int) []byte {
 
 func storeHeader(i int) store.EntryHeader {
 	return store.EntryHeader{RaftIndex: uint64(i), Term: 1, StoreTimestamp: 1_700_000_000_000 + int64(i),
-		StoreHost: commitlog.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 7001}}
+		StoreHost: message.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 7001}}
 }
 
 func envInt(name string) int {
@@ -68,8 +68,8 @@ func childStoreWrite(dir string) error {
 		return fmt.Errorf("open: %w", err)
 	}
 	for i := 1; i <= storeEntries; i++ {
-		msg := commitlog.Message{Topic: storeTopic, QueueID: 0, BornTimestamp: int64(i), Body: storeBody(seed, i)}
-		res, err := s.AppendMessages(storeHeader(i), []commitlog.Message{msg}, nil)
+		msg := message.Message{Topic: storeTopic, QueueID: 0, BornTimestamp: int64(i), Body: storeBody(seed, i)}
+		res, err := s.AppendMessages(storeHeader(i), []message.Message{msg}, nil)
 		if err == nil && res[0].Err != nil {
 			err = res[0].Err
 		}

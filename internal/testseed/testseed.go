@@ -5,7 +5,9 @@ package testseed
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -27,4 +29,18 @@ func Seed(t testing.TB) int64 {
 	}
 	t.Logf("seed %d (replay with -seed=%d or RAFTMQ_SEED=%d)", seed, seed, seed)
 	return seed
+}
+
+// WriteFuzzSeed writes data as seed file seedNN of the fuzz target's corpus
+// in testdata/fuzz/<target> (the format `go test` reads).
+func WriteFuzzSeed(t testing.TB, target string, n int, data []byte) {
+	t.Helper()
+	dir := filepath.Join("testdata", "fuzz", target)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed%02d", n)), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

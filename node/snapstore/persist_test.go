@@ -11,9 +11,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/fsm"
 	"github.com/raftmq/raftmq/internal/testseed"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/vfs"
 )
@@ -55,13 +55,13 @@ func applyBatches(t testing.TB, f *fsm.FSM, rng *rand.Rand, first uint64, n, per
 	idx := first
 	for range n {
 		c := fsm.Command{Type: fsm.CmdMessageBatch, LeaderTimestamp: int64(idx) * 1000,
-			LeaderHost: commitlog.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 9001}}
+			LeaderHost: message.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 9001}}
 		for m := range perEntry {
 			body := make([]byte, bodySize)
 			for i := range body {
 				body[i] = byte(rng.Uint32())
 			}
-			c.Messages = append(c.Messages, commitlog.Message{Topic: "T", QueueID: int32(m % 4), BornTimestamp: 1, Body: body})
+			c.Messages = append(c.Messages, message.Message{Topic: "T", QueueID: int32(m % 4), BornTimestamp: 1, Body: body})
 		}
 		data, err := c.Encode(nil)
 		if err != nil {

@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftmq/raftmq/commitlog"
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
 	"github.com/raftmq/raftmq/vfs"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // ErrUnsupported is returned by the membership methods.
@@ -24,7 +25,7 @@ var ErrUnsupported = errors.New("transporttest: not supported by the local backe
 // Local is a transport.Backend that applies writes straight to a store.
 type Local struct {
 	st      *store.Store
-	host    commitlog.HostPort
+	host    message.HostPort
 	mu      sync.Mutex // serialises writes and the index counter
 	index   uint64
 	apiAddr string
@@ -43,7 +44,7 @@ func OpenLocal(dir string) (*Local, error) {
 		return nil, err
 	}
 	idx, _ := st.Applied()
-	return &Local{st: st, index: idx, host: commitlog.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 9001}}, nil
+	return &Local{st: st, index: idx, host: message.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 9001}}, nil
 }
 
 // Close closes the store.
@@ -54,7 +55,7 @@ func (l *Local) SetAPIAddr(addr string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.apiAddr = addr
-	if hp, err := transport.ParseHostPort(addr); err == nil {
+	if hp, err := message.ParseHostPort(addr); err == nil {
 		l.host = hp
 	}
 }
@@ -78,7 +79,7 @@ func (l *Local) command(apply func(h store.EntryHeader) error) error {
 }
 
 // Send appends msgs as one entry.
-func (l *Local) Send(ctx context.Context, msgs []commitlog.Message) ([]store.PutResult, error) {
+func (l *Local) Send(ctx context.Context, msgs []message.Message) ([]store.PutResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.st.AppendMessages(l.next(), msgs, nil)
@@ -117,14 +118,14 @@ func (l *Local) Transfer(ctx context.Context, id string) error { return ErrUnsup
 func (l *Local) Reader() store.Reader { return l.st }
 
 // Status reports a single-node cluster led by this node.
-func (l *Local) Status() transport.ClusterStatus {
+func (l *Local) Status() wire.ClusterStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.st.Stats()
-	return transport.ClusterStatus{ID: "local", State: "Leader", LeaderID: "local", LeaderAPIAddr: l.apiAddr,
+	return wire.ClusterStatus{ID: "local", State: "Leader", LeaderID: "local", LeaderAPIAddr: l.apiAddr,
 		Term: 1, CommitIndex: l.index, AppliedIndex: st.AppliedIndex, ConfirmOffset: st.ConfirmOffset,
 		MinOffset: st.MinOffset, MaxOffset: st.MaxOffset,
-		Members: []transport.Member{{ID: "local", APIAddr: l.apiAddr, Suffrage: transport.SuffrageVoter}}}
+		Members: []wire.Member{{ID: "local", APIAddr: l.apiAddr, Suffrage: wire.SuffrageVoter}}}
 }
 
 // Server is a running transport.Server over a Local backend.

@@ -1,4 +1,4 @@
-package commitlog
+package message
 
 // On-disk format of the commitlog. Everything is big-endian (Java ByteBuffer
 // order) so that stored message records are RocketMQ's bytes, as they lie.
@@ -152,7 +152,8 @@ const (
 	KindNoop Kind = 3
 )
 
-func (k Kind) valid() bool { return k >= KindMessages && k <= KindNoop }
+// Valid reports whether k is one of the kinds above.
+func (k Kind) Valid() bool { return k >= KindMessages && k <= KindNoop }
 
 // Property keys the store reads (RocketMQ MessageConst).
 const (

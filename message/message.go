@@ -1,9 +1,10 @@
-package commitlog
+package message
 
 import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"iter"
 	"sort"
 	"strings"
 	"unicode/utf16"
@@ -27,7 +28,7 @@ func ValidateMessage(m *Message, maxBody int) error {
 	if len(m.Body) > maxBody {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrBodyTooLarge, len(m.Body), maxBody)
 	}
-	return checkLengths(m)
+	return CheckLengths(m)
 }
 
 // ValidateTopic applies RocketMQ's TopicValidator rule, the one topic rule
@@ -70,12 +71,18 @@ func AppendProperties(dst []byte, props ...Property) ([]byte, error) {
 		if p.Key == "" || strings.ContainsAny(p.Key, "\x01\x02") || strings.ContainsAny(p.Value, "\x01\x02") {
 			return dst, fmt.Errorf("%w: %q", ErrBadProperty, p.Key)
 		}
-		dst = append(dst, p.Key...)
-		dst = append(dst, nameValueSep)
-		dst = append(dst, p.Value...)
-		dst = append(dst, propertySep)
+		dst = AppendProperty(dst, p.Key, p.Value)
 	}
 	return dst, nil
+}
+
+// AppendProperty appends one pair in RocketMQ's encoding without checking
+// it: for callers that validated key and value already.
+func AppendProperty(dst []byte, key, value string) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, nameValueSep)
+	dst = append(dst, value...)
+	return append(dst, propertySep)
 }
 
 // EncodeProperties encodes props in order (see AppendProperties).
@@ -94,20 +101,33 @@ func EncodePropertiesMap(m map[string]string) ([]byte, error) {
 	return EncodeProperties(props...)
 }
 
-// GetProperty returns the value of key in encoded props without allocating;
-// the value aliases props. The last pair may lack its trailing 0x02; a pair
-// without 0x01 is skipped, as RocketMQ's decoder does.
-func GetProperty(props []byte, key string) ([]byte, bool) {
-	for len(props) > 0 {
-		var pair []byte
-		if i := bytes.IndexByte(props, propertySep); i >= 0 {
-			pair, props = props[:i], props[i+1:]
-		} else {
-			pair, props = props, nil
+// Properties iterates over the pairs of encoded props in order; keys and
+// values alias props. This is the one property decoder: the last pair may
+// lack its trailing 0x02, and a pair without 0x01 or with an empty key is
+// skipped, as RocketMQ's decoder does. It never panics.
+func Properties(props []byte) iter.Seq2[[]byte, []byte] {
+	return func(yield func(key, value []byte) bool) {
+		for len(props) > 0 {
+			var pair []byte
+			if i := bytes.IndexByte(props, propertySep); i >= 0 {
+				pair, props = props[:i], props[i+1:]
+			} else {
+				pair, props = props, nil
+			}
+			k, v, ok := bytes.Cut(pair, []byte{nameValueSep})
+			if ok && len(k) > 0 && !yield(k, v) {
+				return
+			}
 		}
-		j := bytes.IndexByte(pair, nameValueSep)
-		if j >= 0 && string(pair[:j]) == key {
-			return pair[j+1:], true
+	}
+}
+
+// GetProperty returns the value of the first pair with key in encoded props
+// without allocating; the value aliases props.
+func GetProperty(props []byte, key string) ([]byte, bool) {
+	for k, v := range Properties(props) {
+		if string(k) == key {
+			return v, true
 		}
 	}
 	return nil, false

@@ -1,14 +1,15 @@
-package commitlog
+package message
 
 import (
 	"bytes"
 	"encoding/hex"
 	"errors"
-	"github.com/raftmq/raftmq/internal/testseed"
 	"math/rand"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/raftmq/raftmq/internal/testseed"
 )
 
 // testSeed is the shared seed source (flag -seed, RAFTMQ_SEED, clock).
@@ -93,7 +94,7 @@ func TestGoldenRecord(t *testing.T) {
 	}
 }
 
-func TestGoldenFrameAndEntry(t *testing.T) {
+func TestGoldenFrame(t *testing.T) {
 	h := FrameHeader{Size: 48, Kind: KindMessages, EntrySize: 150, RaftIndex: 7, Term: 2,
 		StoreTimestamp: 0x1122334455667788, Count: 1, CRC: 0xAABBCCDD}
 	buf := make([]byte, FrameSize)
@@ -106,24 +107,6 @@ func TestGoldenFrameAndEntry(t *testing.T) {
 	got, err := DecodeFrame(buf)
 	if err != nil || got != h {
 		t.Fatalf("decoded %+v, %v", got, err)
-	}
-	// The whole entry, as AppendEntry writes it at offset 0x100; the CRC32C
-	// 0x8A3C9CA4 was computed independently (bitwise CRC32C over [0,44) and
-	// [48,150)).
-	m, _ := goldenMessage()
-	entry := make([]byte, 150)
-	eh := EntryHeader{Kind: KindMessages, RaftIndex: 7, Term: 2, StoreTimestamp: 0x1122334455667788,
-		StoreHost: HostPort{IP: [4]byte{192, 168, 1, 2}, Port: 10911}}
-	out := encodeEntry(entry, 0x100, &eh, nil, []Message{m}, []int64{5}, nil)
-	want := append(goldenFrame(t, "8A3C9CA4"), goldenRecord(t)...)
-	if !bytes.Equal(entry, want) {
-		t.Fatalf("entry\n%x\nwant\n%x", entry, want)
-	}
-	if len(out) != 1 || out[0] != (RecordPos{Offset: 0x130, Size: 102}) {
-		t.Fatalf("positions %+v", out)
-	}
-	if EntryCRC(entry) != 0x8A3C9CA4 {
-		t.Fatalf("EntryCRC %#x", EntryCRC(entry))
 	}
 }
 
@@ -353,6 +336,34 @@ func TestOffsetMsgID(t *testing.T) {
 	for _, bad := range []string{"", id[:31], id + "0", "G" + id[1:], "C0A8010200002A9F8000000000000130"} {
 		if _, _, err := ParseOffsetMsgID(bad); !errors.Is(err, ErrBadMsgID) {
 			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+// TestAppendRecordReproducesStoredBytes: a decoded record appended again is
+// the same bytes, BODYCRC included even when it does not match the body (it
+// is copied, not recomputed).
+func TestAppendRecordReproducesStoredBytes(t *testing.T) {
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	buf := make([]byte, 1<<16)
+	for i := 0; i < 200; i++ {
+		m := randMessage(rng)
+		n, err := EncodeRecord(buf, &m, StoreFields{QueueOffset: rng.Int63(), PhysicalOffset: rng.Int63(),
+			StoreTimestamp: rng.Int63(), StoreHost: HostPort{IP: [4]byte{1, 2, 3, 4}, Port: rng.Int31()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			be.PutUint32(buf[OffBodyCRC:], rng.Uint32())
+		}
+		r, err := DecodeRecordSkipBodyCRC(buf[:n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := []byte("prefix")
+		got := AppendRecord(prefix, &r)
+		if !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], buf[:n]) {
+			t.Fatalf("record %d: appended bytes differ from the stored ones", i)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package commitlog
+package message
 
 import (
 	"hash/crc32"

@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package commitlog
+package message
 
 import "hash/crc32"
 

@@ -1,9 +1,10 @@
-package commitlog
+package message
 
 import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 )
 
 var be = binary.BigEndian
@@ -62,8 +63,9 @@ func getHost(b []byte) HostPort {
 	return h
 }
 
-// checkLengths rejects what the layout cannot represent.
-func checkLengths(m *Message) error {
+// CheckLengths rejects what the layout cannot represent (topic, body and
+// properties lengths, IPv6 sysflag bits).
+func CheckLengths(m *Message) error {
 	switch {
 	case len(m.Topic) == 0 || len(m.Topic) > MaxTopicLen:
 		return fmt.Errorf("%w: length %d", ErrBadTopic, len(m.Topic))
@@ -82,7 +84,7 @@ func checkLengths(m *Message) error {
 // MessageSize(m) bytes (ErrShortBuffer). Only the representable lengths are
 // checked here; ValidateMessage checks the rest.
 func EncodeRecord(dst []byte, m *Message, f StoreFields) (int, error) {
-	if err := checkLengths(m); err != nil {
+	if err := CheckLengths(m); err != nil {
 		return 0, err
 	}
 	n := MessageSize(m)
@@ -93,14 +95,42 @@ func EncodeRecord(dst []byte, m *Message, f StoreFields) (int, error) {
 	return n, nil
 }
 
+// PutRecord writes m as a record of exactly len(b) == MessageSize(m) bytes,
+// body CRC included, without checking lengths (see CheckLengths): the
+// writer's path, which sized b itself.
+func PutRecord(b []byte, m *Message, f StoreFields) { encodeRecord(b, m, f, checksumIEEE(m.Body)) }
+
 // encodeRecord writes a record of exactly len(b) bytes.
 func encodeRecord(b []byte, m *Message, f StoreFields, bodyCRC uint32) {
 	encodeHeader(b, len(b), m, f, bodyCRC)
-	p := OffBody + copy(b[OffBody:], m.Body)
-	b[p] = byte(len(m.Topic))
-	p += 1 + copy(b[p+1:], m.Topic)
-	be.PutUint16(b[p:], uint16(len(m.Properties)))
-	copy(b[p+2:], m.Properties)
+	putVariable(b, m.Body, m.Topic, m.Properties)
+}
+
+// putVariable writes BODY, TOPICLENGTH, TOPIC, PROPERTIESLENGTH and
+// PROPERTIES after a record's fixed part.
+func putVariable[T string | []byte](b, body []byte, topic T, props []byte) {
+	p := OffBody + copy(b[OffBody:], body)
+	b[p] = byte(len(topic))
+	p += 1 + copy(b[p+1:], topic)
+	be.PutUint16(b[p:], uint16(len(props)))
+	copy(b[p+2:], props)
+}
+
+// AppendRecord appends r to dst as a v1 record: for a record read from the
+// commitlog, the bytes the commitlog holds for it, every field as stored and
+// BODYCRC copied rather than recomputed (a Pull answer packs records so).
+// r.Size is not used: TOTALSIZE follows from the lengths.
+func AppendRecord(dst []byte, r *Record) []byte {
+	size := RecordSize(len(r.Body), len(r.Topic), len(r.Properties))
+	p := len(dst)
+	dst = slices.Grow(dst, size)[:p+size]
+	b := dst[p:]
+	m := Message{QueueID: r.QueueID, Flag: r.Flag, SysFlag: r.SysFlag, BornTimestamp: r.BornTimestamp,
+		BornHost: r.BornHost, ReconsumeTimes: r.ReconsumeTimes, PreparedTxOffset: r.PreparedTxOffset, Body: r.Body}
+	f := StoreFields{QueueOffset: r.QueueOffset, PhysicalOffset: r.PhysicalOffset, StoreTimestamp: r.StoreTimestamp, StoreHost: r.StoreHost}
+	encodeHeader(b, size, &m, f, r.BodyCRC)
+	putVariable(b, r.Body, r.Topic, r.Properties)
+	return dst
 }
 
 // DecodeRecord decodes the record at the start of b (b may run on past it)
@@ -116,6 +146,10 @@ func DecodeRecord(b []byte) (Record, error) {
 	}
 	return r, nil
 }
+
+// DecodeRecordSkipBodyCRC is DecodeRecord without the body CRC: for a record
+// inside an entry whose CRC32C was verified, which covers the body already.
+func DecodeRecordSkipBodyCRC(b []byte) (Record, error) { return decodeRecord(b) }
 
 // decodeRecord is DecodeRecord without the body CRC.
 func decodeRecord(b []byte) (Record, error) {
@@ -249,7 +283,7 @@ func DecodeFrame(b []byte) (FrameHeader, error) {
 // check applies the size and kind rules of the frame layout.
 func (h *FrameHeader) check() error {
 	switch {
-	case !h.Kind.valid():
+	case !h.Kind.Valid():
 		return fmt.Errorf("%w: kind %d", ErrBadFrame, h.Kind)
 	case h.Size < FrameSize || h.Size > FrameSize+MaxCommandSize:
 		return fmt.Errorf("%w: TOTALSIZE %d", ErrBadSize, h.Size)
@@ -271,4 +305,25 @@ func (h *FrameHeader) check() error {
 func EntryCRC(entry []byte) uint32 {
 	crc := updateCastagnoli(0, entry[:FrameOffCRC])
 	return updateCastagnoli(crc, entry[FrameSize:])
+}
+
+// encodeHeader writes the fixed part of a record of size bytes, up to and
+// including BODYLENGTH, into b[:OffBody].
+func encodeHeader(b []byte, size int, m *Message, f StoreFields, bodyCRC uint32) {
+	_ = b[OffBody-1]
+	be.PutUint32(b[OffTotalSize:], uint32(size))
+	be.PutUint32(b[OffMagic:], MagicMessageV1)
+	be.PutUint32(b[OffBodyCRC:], bodyCRC)
+	be.PutUint32(b[OffQueueID:], uint32(m.QueueID))
+	be.PutUint32(b[OffFlag:], uint32(m.Flag))
+	be.PutUint64(b[OffQueueOffset:], uint64(f.QueueOffset))
+	be.PutUint64(b[OffPhysicalOffset:], uint64(f.PhysicalOffset))
+	be.PutUint32(b[OffSysFlag:], uint32(m.SysFlag))
+	be.PutUint64(b[OffBornTimestamp:], uint64(m.BornTimestamp))
+	putHost(b[OffBornHost:], m.BornHost)
+	be.PutUint64(b[OffStoreTimestamp:], uint64(f.StoreTimestamp))
+	putHost(b[OffStoreHost:], f.StoreHost)
+	be.PutUint32(b[OffReconsumeTimes:], uint32(m.ReconsumeTimes))
+	be.PutUint64(b[OffPreparedTxOffset:], uint64(m.PreparedTxOffset))
+	be.PutUint32(b[OffBodyLength:], uint32(len(m.Body)))
 }
