@@ -31,13 +31,13 @@ import (
 // cluster-tests as a 20 s hung graceful stop).
 //
 // Why this choice: a transport of our own around NetworkTransport, rather
-// than the upstream fix applied to a fork of hashicorp/raft kept in the repo
-// with a replace directive. The pipeline is only a client: it speaks NetworkTransport's wire format
-// (one type byte, then the msgpack request; the answer is a msgpack error
-// string and the msgpack response) on a connection of its own, and the
-// follower's NetworkTransport serves it like any other connection. So Raft,
-// the serving side and every other RPC stay the released v1.8.0 code; no
-// replace directive and no fork to rebase. What differs from netPipeline:
+// than upstream's fix (PR #683) applied to raftmq's hashicorp/raft fork
+// (third_party/raft, which carries other patches; see its FORK.md). The
+// pipeline is only a client: it speaks NetworkTransport's wire format (one
+// type byte, then the msgpack request; the answer is a msgpack error string
+// and the msgpack response) on a connection of its own, and the follower's
+// NetworkTransport serves it like any other connection. So the serving side
+// and every other RPC stay v1.8.0's code, and the fork stays small. What differs from netPipeline:
 //
 //   - A failed exchange fails the pipeline: a response with Success=false or
 //     a newer term (Raft stops reading the Consumer on those), a remote
