@@ -13,33 +13,27 @@ import (
 // Send stores msgs as one batch on the leader. Messages without an ID get
 // a fresh one. The error is for the whole batch: ErrOutcomeUnknown means
 // some or all of it may have been stored. Per-message failures are in
-// SendResult.Err.
+// SendResult.Err. Concurrent Sends beyond Options.MaxSendsInFlight travel
+// together in one RPC; each still gets only its own results and errors.
 func (c *Client) Send(ctx context.Context, msgs ...Message) ([]SendResult, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	req := &pb.SendRequest{Messages: make([]*pb.Message, len(msgs))}
+	protos := make([]*pb.Message, len(msgs))
 	ids := make([]string, len(msgs))
 	for i, m := range msgs {
 		if m.ID == "" {
 			m.ID = c.ids.Next()
 		}
 		ids[i] = m.ID
-		req.Messages[i] = m.toProto()
+		protos[i] = m.toProto()
 	}
-	var resp *pb.SendResponse
-	err := c.write(ctx, false, func(ctx context.Context, r pb.RaftMQClient) (err error) {
-		resp, err = r.Send(ctx, req)
-		return err
-	})
+	results, err := c.sends.send(ctx, protos)
 	if err != nil {
 		return nil, err
 	}
-	if len(resp.GetResults()) != len(msgs) {
-		return nil, fmt.Errorf("%w: server returned %d results for %d messages", ErrOutcomeUnknown, len(resp.GetResults()), len(msgs))
-	}
 	out := make([]SendResult, len(msgs))
-	for i, r := range resp.GetResults() {
+	for i, r := range results {
 		out[i] = SendResult{MsgID: ids[i], OffsetMsgID: r.GetOffsetMsgId(), Topic: r.GetTopic(),
 			QueueID: r.GetQueueId(), QueueOffset: r.GetQueueOffset(), PhysicalOffset: r.GetPhysicalOffset(),
 			StoreTimestamp: r.GetStoreTimestamp()}

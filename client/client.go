@@ -32,6 +32,11 @@ type Options struct {
 	ProbeTimeout time.Duration
 	// ReadFromAny sends reads to any reachable node instead of the leader.
 	ReadFromAny bool
+	// MaxSendsInFlight bounds the Send RPCs this client has outstanding;
+	// Sends beyond it wait and leave together as one RPC when one returns
+	// (default DefaultMaxSendsInFlight; negative: every Send is its own
+	// RPC). A lone Send never waits.
+	MaxSendsInFlight int
 }
 
 func (o *Options) defaults() {
@@ -59,6 +64,9 @@ func (o *Options) defaults() {
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = 2 * time.Second
 	}
+	if o.MaxSendsInFlight == 0 {
+		o.MaxSendsInFlight = DefaultMaxSendsInFlight
+	}
 }
 
 // DefaultRetryTimeout is Options.RetryTimeout's default.
@@ -74,6 +82,7 @@ type Client struct {
 	conns map[string]*grpc.ClientConn
 	lead  string // leader API address, "" if unknown
 	done  bool
+	sends *coalescer
 }
 
 // New connects to the cluster through any of seeds (host:port API
@@ -85,6 +94,7 @@ func New(ctx context.Context, seeds []string, opts Options) (*Client, error) {
 	opts.defaults()
 	c := &Client{opts: opts, log: opts.Logger.Named("client"), ids: NewIDGenerator(),
 		seeds: append([]string(nil), seeds...), conns: map[string]*grpc.ClientConn{}}
+	c.sends = newCoalescer(c, opts.MaxSendsInFlight)
 	if _, err := c.resolve(ctx); err != nil && !anyReached(err) {
 		_ = c.Close()
 		return nil, err
@@ -95,15 +105,17 @@ func New(ctx context.Context, seeds []string, opts Options) (*Client, error) {
 // NewMsgID returns a fresh unique message id (UNIQ_KEY).
 func (c *Client) NewMsgID() string { return c.ids.Next() }
 
-// Close closes every connection.
+// Close closes every connection and waits for the merged Sends still
+// running (they fail at once on the closed connections).
 func (c *Client) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.done = true
 	for _, cc := range c.conns {
 		_ = cc.Close()
 	}
 	c.conns = map[string]*grpc.ClientConn{}
+	c.mu.Unlock()
+	c.sends.wait()
 	return nil
 }
 

@@ -25,6 +25,14 @@
 // calls (MaxBatch messages, MaxBatchBytes bytes, Linger) with up to
 // MaxInFlight Sends at once.
 //
+// Merging. Each Send RPC costs the client and the leader a gRPC call
+// whatever it carries, so concurrent Sends beyond Options.MaxSendsInFlight
+// (default 16) wait and leave together as one RPC when one returns, up to
+// 1,024 messages or 4 MiB; a lone Send never waits. Each caller still gets
+// only its own results and errors: a Send whose context ends while it waits
+// is withdrawn (nothing sent); once merged its outcome is unknown like any
+// sent one; a merged request refused as invalid is sent again Send by Send.
+//
 // Consumer groups. CommitOffset and QueryOffset store and read a group's
 // offset in one queue; ListGroups and DescribeGroup show groups and, per
 // queue, the committed offset, the queue's max offset and the lag;

@@ -20,6 +20,8 @@ type fakeNode struct {
 	status  wire.ClusterStatus
 	sendErr error
 	block   bool // Send waits for ctx to end
+	// gate, when set, holds every Send until it is closed (or ctx ends).
+	gate    chan struct{}
 	sends   int
 	batches []int
 	next    int64
@@ -34,11 +36,18 @@ func (f *fakeNode) set(fn func(f *fakeNode)) {
 func (f *fakeNode) Send(ctx context.Context, msgs []message.Message) ([]store.PutResult, error) {
 	f.mu.Lock()
 	f.sends++
-	err, block := f.sendErr, f.block
+	err, block, gate := f.sendErr, f.block, f.gate
 	if err == nil && !block {
 		f.batches = append(f.batches, len(msgs))
 	}
 	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if block {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -54,6 +63,13 @@ func (f *fakeNode) Send(ctx context.Context, msgs []message.Message) ([]store.Pu
 		f.next++
 	}
 	return out, nil
+}
+
+// Batches is the message count of every Send accepted so far.
+func (f *fakeNode) Batches() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int(nil), f.batches...)
 }
 
 func (f *fakeNode) Sends() int {
