@@ -218,19 +218,45 @@ func (f *file) timeMatched(begin, end int64) bool {
 }
 
 // flush makes the dirty entries, then the header and slots, durable.
-func (f *file) flush() error {
+// flushRange is what one Flush must msync of one file: the header and slot
+// area (meta) or the entries [lo, hi).
+type flushRange struct {
+	f      *file
+	meta   bool
+	lo, hi int
+}
+
+// takeDirty appends what was written since the last takeDirty to out and
+// clears the marks (s.mu held).
+func (f *file) takeDirty(out []flushRange) []flushRange {
 	if f.dirtyLo < f.dirtyHi {
-		from, to := f.lay.entryPos(f.dirtyLo), f.lay.entryPos(f.dirtyHi)
-		if err := f.mf.Flush(int64(from), int64(to)); err != nil {
-			return fmt.Errorf("index: flush %s: %w", f.path, err)
-		}
+		out = append(out, flushRange{f: f, lo: f.dirtyLo, hi: f.dirtyHi})
 		f.dirtyLo, f.dirtyHi = 0, 0
 	}
 	if f.metaDirty {
-		if err := f.mf.Flush(0, int64(f.lay.entriesStart())); err != nil {
-			return fmt.Errorf("index: flush %s: %w", f.path, err)
-		}
+		out = append(out, flushRange{f: f, meta: true})
 		f.metaDirty = false
+	}
+	return out
+}
+
+// redirty marks r again after its flush failed (s.mu held).
+func (r flushRange) redirty() {
+	if r.meta {
+		r.f.metaDirty = true
+		return
+	}
+	r.f.markEntry(r.lo)
+	r.f.markEntry(r.hi - 1)
+}
+
+func (r flushRange) flush() error {
+	from, to := int64(r.f.lay.entryPos(r.lo)), int64(r.f.lay.entryPos(r.hi))
+	if r.meta {
+		from, to = 0, int64(r.f.lay.entriesStart())
+	}
+	if err := r.f.mf.Flush(from, to); err != nil {
+		return fmt.Errorf("index: flush %s: %w", r.f.path, err)
 	}
 	return nil
 }

@@ -336,19 +336,46 @@ func (s *Service) DeleteBelow(minPhy int64) (int, error) {
 	return n, nil
 }
 
-// Flush makes every change durable: entries first, then headers and slots.
+// Flush makes every change made before it durable: entries first, then
+// headers and slots. On real mappings the writer is held only while the
+// dirty ranges are taken, not during the msyncs (on the heap twin, whose
+// Flush copies the bytes, for the whole Flush). Files are removed only by
+// the maintenance calls, which the caller never runs during a Flush. A
+// failed Flush leaves its ranges marked for the next one.
 func (s *Service) Flush() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil
 	}
+	var work []flushRange
+	copies := false
 	for _, f := range s.files {
-		if err := f.flush(); err != nil {
-			return err
+		work = f.takeDirty(work)
+		copies = copies || f.mf.FlushReadsBytes()
+	}
+	if !copies {
+		// msync: the writer goes on meanwhile. What it writes is marked
+		// dirty for the next Flush; a checkpoint captured before this
+		// Flush covers nothing of it.
+		s.mu.Unlock()
+	}
+	var err error
+	for i, r := range work {
+		if err = r.flush(); err != nil {
+			if !copies {
+				s.mu.Lock()
+			}
+			for _, left := range work[i:] {
+				left.redirty()
+			}
+			break
 		}
 	}
-	return nil
+	if copies || err != nil {
+		s.mu.Unlock()
+	}
+	return err
 }
 
 // Close closes (without flushing) every file.

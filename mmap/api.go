@@ -55,6 +55,12 @@ type File interface {
 	Bytes() []byte
 	// Flush makes [from, to) durable.
 	Flush(from, to int64) error
+	// FlushReadsBytes reports whether Flush reads the bytes of Bytes(): the
+	// heap twin copies the range to its file, msync does not read them. A
+	// caller whose writers go on during a Flush must exclude them from it
+	// when this is true (the data race is harmless with msync, where the
+	// kernel writes back whatever the page holds, but not with a copy).
+	FlushReadsBytes() bool
 	// Zero clears [from, to) and makes the zeros durable (punch hole or
 	// memclr + flush).
 	Zero(from, to int64) error

@@ -35,6 +35,8 @@ func (h *heapFile) Bytes() []byte   { return h.data }
 func (h *heapFile) WillNeed() error { return nil }
 func (h *heapFile) DontNeed() error { return nil }
 
+func (h *heapFile) FlushReadsBytes() bool { return true }
+
 func (h *heapFile) Flush(from, to int64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -83,6 +83,8 @@ func (m *mappedFile) Name() string  { return m.name }
 func (m *mappedFile) Size() int64   { return m.size }
 func (m *mappedFile) Bytes() []byte { return m.data }
 
+func (m *mappedFile) FlushReadsBytes() bool { return false }
+
 func (m *mappedFile) Flush(from, to int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -85,13 +85,15 @@ func (s *Store) flushLocked(withIndex bool) error {
 		return s.failClosed(fmt.Errorf("commitlog: %w", err))
 	}
 	// 2. consume queues, 3. index: they may hold more than confirm; recovery
-	// cuts what lies above the checkpoint.
-	s.writeMu.Lock()
+	// cuts what lies above the checkpoint. Appends go on meanwhile (each
+	// queue and the index hold their writer only to sync, or to take what is
+	// dirty), and everything the captured checkpoint covers was written
+	// before: writeMu is not held, so an index msync of tens of megabytes no
+	// longer stalls every apply.
 	err := s.cqs.Flush()
 	if err == nil && withIndex {
 		err = s.idx.Flush()
 	}
-	s.writeMu.Unlock()
 	if err != nil {
 		return s.failClosed(fmt.Errorf("consume queues or index: %w", err))
 	}
