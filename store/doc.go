@@ -22,8 +22,9 @@
 //   - Reads (Reader) serve only applied entries and never a record that
 //     fails its read checks. They may run concurrently with writes.
 //   - Durability is Raft's: the store flushes in the background (commitlog,
-//     consume queues and checkpoint every FlushInterval, the index every
-//     IndexFlushInterval) and never on the write path. Open recovers to the
+//     consume queues and checkpoint every FlushInterval or once FlushBytes
+//     of commitlog wait, the index every IndexFlushInterval) and never on
+//     the write path. Open recovers to the
 //     last complete, verified entry (normal recovery after Close, abnormal
 //     after a crash: the abort file is still there) and reports the applied
 //     index, from which Raft replays the rest.

@@ -7,19 +7,31 @@ import (
 	"github.com/raftmq/raftmq/recovery"
 )
 
-// serviceLoop is the store's one goroutine: flush every FlushInterval,
-// retention every CleanInterval.
+// flushPoll is how often the service loop looks at the flush lag: a tenth
+// of FlushInterval, at most 100 ms.
+func (c *Config) flushPoll() time.Duration {
+	return max(min(c.FlushInterval/10, 100*time.Millisecond), time.Millisecond)
+}
+
+// serviceLoop is the store's one goroutine: flush every FlushInterval or
+// once FlushBytes of commitlog wait (looked at every flushPoll), retention
+// every CleanInterval.
 func (s *Store) serviceLoop() {
 	defer s.wg.Done()
-	flushTick := time.NewTicker(s.cfg.FlushInterval)
-	defer flushTick.Stop()
+	pollTick := time.NewTicker(s.cfg.flushPoll())
+	defer pollTick.Stop()
 	cleanTick := time.NewTicker(s.cfg.CleanInterval)
 	defer cleanTick.Stop()
+	lastFlush := time.Now()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-flushTick.C:
+		case now := <-pollTick.C:
+			if now.Sub(lastFlush) < s.cfg.FlushInterval && s.flushLag() < s.cfg.FlushBytes {
+				continue
+			}
+			lastFlush = now
 			_ = s.flushPeriodic() // a failure fails the store closed and is logged there
 			s.counters.diskUsedPercent.Store(int32(s.diskUsedPercent()))
 		case <-cleanTick.C:
@@ -28,6 +40,14 @@ func (s *Store) serviceLoop() {
 			}
 		}
 	}
+}
+
+// flushLag is how many applied commitlog bytes are not flushed yet.
+func (s *Store) flushLag() int64 {
+	s.mu.RLock()
+	end := s.applied.End
+	s.mu.RUnlock()
+	return end - s.flushedOffset.Load()
 }
 
 // Flush makes everything applied so far durable and writes the checkpoint.

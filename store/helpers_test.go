@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ func smallConfig(dir string) Config {
 	c.IndexMaxIndexes = 128
 	c.MaxMessageSize = 8 << 10
 	c.FlushInterval = time.Hour // tests flush explicitly
+	c.FlushBytes = math.MaxInt64
 	c.CleanInterval = time.Hour
 	c.UseAllocator = false
 	c.PreTouch = false

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+	"time"
 
 	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/recovery"
@@ -69,5 +70,32 @@ func TestIndexFlushLagsCheckpoint(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestFlushByBytes: with a flush interval of an hour, FlushBytes of
+// commitlog waiting is enough for the service loop to flush and checkpoint.
+func TestFlushByBytes(t *testing.T) {
+	cfg := smallConfig("/s")
+	cfg.FlushBytes = 16 << 10
+	s := mustOpen(t, vfs.NewMem(), cfg)
+	defer s.Close()
+	var idx uint64
+	body := make([]byte, 1000)
+	for s.Stats().MaxOffset < 32<<10 {
+		idx++
+		m := testMessage("demo", 0, int(idx), nil)
+		m.Body = body
+		if _, err := s.AppendMessages(header(idx), []message.Message{m}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Stats().CheckpointOffset < cfg.FlushBytes {
+		if time.Now().After(deadline) {
+			t.Fatalf("checkpoint at %d after %d bytes were applied, want at least FlushBytes %d flushed",
+				s.Stats().CheckpointOffset, s.Stats().MaxOffset, cfg.FlushBytes)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
