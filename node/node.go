@@ -161,7 +161,7 @@ func (n *Node) openRaft() error {
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
-	n.raft, err = raft.NewRaft(n.raftConfig(), n.fsm, n.bolt, n.bolt, n.snaps, n.trans)
+	n.raft, err = raft.NewRaft(n.raftConfig(), n.fsm, CachedLogs(n.bolt), n.bolt, n.snaps, n.trans)
 	if err != nil {
 		return fmt.Errorf("node: start raft: %w", err)
 	}

@@ -106,7 +106,7 @@ func start(cfg node.Config, log hclog.Logger) (*ceiling, error) {
 	if err != nil {
 		return nil, errors.Join(err, c.trans.Close(), st.Close())
 	}
-	c.raft, err = raft.NewRaft(node.BuildRaftConfig(cfg, log.Named("raft")), noopFSM{}, st, st, snaps, c.trans)
+	c.raft, err = raft.NewRaft(node.BuildRaftConfig(cfg, log.Named("raft")), noopFSM{}, node.CachedLogs(st), st, snaps, c.trans)
 	if err != nil {
 		return nil, errors.Join(err, c.trans.Close(), st.Close())
 	}
