@@ -36,6 +36,24 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// freeAddrs returns n distinct free loopback addresses: each listener stays
+// open until all are chosen, so the kernel cannot hand one port out twice
+// (freeAddr called n times can, and a bootstrap then fails with "found
+// duplicate address in configuration").
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs
+}
+
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {
@@ -73,8 +91,10 @@ func startCluster(t *testing.T, size int) *cluster {
 func startClusterWith(t *testing.T, size int, set func(*Config)) *cluster {
 	c := &cluster{t: t}
 	var peers PeerList
+	addrs := freeAddrs(t, size)
 	for i := range size {
 		cfg := testConfig(t, fmt.Sprintf("n%d", i+1))
+		cfg.RaftAddr = addrs[i]
 		cfg.Bootstrap = true
 		set(&cfg)
 		c.cfgs = append(c.cfgs, cfg)
