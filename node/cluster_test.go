@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,32 +29,46 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/hashicorp/raft.(*NetworkTransport).handleConn"))
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return freeAddrs(t, 1)[0] }
 
-// freeAddrs returns n distinct free loopback addresses: each listener stays
-// open until all are chosen, so the kernel cannot hand one port out twice
-// (freeAddr called n times can, and a bootstrap then fails with "found
-// duplicate address in configuration").
+// freeAddrs returns n distinct free loopback addresses for nodes to bind.
+// They come from below the kernel's ephemeral port range: a port freed
+// from there could be taken, before the node binds it, by any process's
+// outgoing connection or bind to port 0 (the e2e and cluster tests run
+// beside these and use both), which failed a start with "address already
+// in use" or handed a peer's traffic to a stranger. Each listener stays
+// open until all are chosen, so one port is never returned twice.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
+	lo, hi := portsBelowEphemeral()
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	var addrs []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(addrs) < n; tries++ {
+		if tries > 1000 {
+			t.Fatalf("no free port in [%d, %d) after 1000 tries", lo, hi)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lo+rng.Intn(hi-lo)))
 		if err != nil {
-			t.Fatal(err)
+			continue // taken
 		}
 		defer l.Close()
 		addrs = append(addrs, l.Addr().String())
 	}
 	return addrs
+}
+
+// portsBelowEphemeral is a range of 10,000 ports that ends where the
+// kernel's ephemeral range (ip_local_port_range) starts.
+func portsBelowEphemeral() (lo, hi int) {
+	hi = 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 11024 {
+				hi = v
+			}
+		}
+	}
+	return hi - 10000, hi
 }
 
 type testWriter struct{ t *testing.T }
