@@ -28,6 +28,18 @@ func gatedLeader(t *testing.T, inFlight int) (*fakeNode, *Client, chan struct{})
 	return n, c, gate
 }
 
+// heldLeader is gatedLeader allowing one Send RPC in flight, with one Send
+// already held at the gate: the next Sends queue in the client.
+func heldLeader(t *testing.T) (*fakeNode, *Client, chan struct{}, context.Context, *sync.WaitGroup) {
+	t.Helper()
+	n, c, gate := gatedLeader(t, 1)
+	ctx := testCtx(t)
+	wg := new(sync.WaitGroup)
+	sendAsync(ctx, c, wg, Message{Topic: "T", Body: []byte("first")})
+	waitSends(t, n, 1)
+	return n, c, gate, ctx, wg
+}
+
 // waitQueued waits (bounded) until n Sends wait in c's queue.
 func waitQueued(t *testing.T, c *Client, n int) {
 	t.Helper()
@@ -118,14 +130,10 @@ func TestConcurrentSendsMerge(t *testing.T) {
 // TestMergedInvalidSentAlone: one caller's invalid message refuses the
 // merged request; each Send is then sent alone and only the bad one fails.
 func TestMergedInvalidSentAlone(t *testing.T) {
-	n, c, gate := gatedLeader(t, 1)
-	ctx := testCtx(t)
-	var wg sync.WaitGroup
-	sendAsync(ctx, c, &wg, Message{Topic: "T", Body: []byte("first")})
-	waitSends(t, n, 1)
-	good1 := sendAsync(ctx, c, &wg, Message{Topic: "T", Body: []byte("a")})
-	bad := sendAsync(ctx, c, &wg, Message{Topic: "bad topic!", Body: []byte("b")})
-	good2 := sendAsync(ctx, c, &wg, Message{Topic: "T", Body: []byte("c")})
+	n, c, gate, ctx, wg := heldLeader(t)
+	good1 := sendAsync(ctx, c, wg, Message{Topic: "T", Body: []byte("a")})
+	bad := sendAsync(ctx, c, wg, Message{Topic: "bad topic!", Body: []byte("b")})
+	good2 := sendAsync(ctx, c, wg, Message{Topic: "T", Body: []byte("c")})
 	waitQueued(t, c, 3)
 	close(gate)
 	wg.Wait()
@@ -145,13 +153,9 @@ func TestMergedInvalidSentAlone(t *testing.T) {
 // TestQueuedSendWithdrawn: a caller whose context ends while its Send
 // waits in the queue gets the context's error, and nothing of it is sent.
 func TestQueuedSendWithdrawn(t *testing.T) {
-	n, c, gate := gatedLeader(t, 1)
-	ctx := testCtx(t)
-	var wg sync.WaitGroup
-	sendAsync(ctx, c, &wg, Message{Topic: "T", Body: []byte("first")})
-	waitSends(t, n, 1)
+	n, c, gate, ctx, wg := heldLeader(t)
 	short, cancel := context.WithCancel(ctx)
-	gone := sendAsync(short, c, &wg, Message{Topic: "T", Body: []byte("withdrawn")})
+	gone := sendAsync(short, c, wg, Message{Topic: "T", Body: []byte("withdrawn")})
 	waitQueued(t, c, 1)
 	cancel()
 	if o := <-gone; !errors.Is(o.err, context.Canceled) {
