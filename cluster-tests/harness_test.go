@@ -139,6 +139,9 @@ func startTestCluster(ctx context.Context, t testing.TB, dir string, opts cluste
 		specs[i] = nodeproc.Spec{ID: id, Dir: filepath.Join(dir, id), Bootstrap: true, Prefix: lab.Prefix(i), Args: args,
 			RaftAddr: net.JoinHostPort(ip, strconv.Itoa(nsRaftPort)), APIAddr: net.JoinHostPort(ip, strconv.Itoa(nsAPIPort)),
 			HTTPAddr: net.JoinHostPort(ip, strconv.Itoa(nsHTTPPort))}
+		if tc.mounts != nil {
+			specs[i].OnSlowKill = tc.mounts[i].dumpGoroutines
+		}
 		peers = append(peers, id+"="+specs[i].RaftAddr)
 	}
 	for i := range specs {

@@ -150,6 +150,14 @@ func (m *lossyMount) powerLoss(ctx context.Context, opts lossyfs.PowerLossOption
 	return lossyfs.PowerLossVia(ctx, m.socket, opts)
 }
 
+// dumpGoroutines has the daemon write every goroutine's stack to its log
+// (SIGUSR1), for a node process that SIGKILL did not end.
+func (m *lossyMount) dumpGoroutines() {
+	if m.cmd.Process != nil {
+		_ = m.cmd.Process.Signal(syscall.SIGUSR1)
+	}
+}
+
 // stop unmounts cleanly (SIGTERM: everything becomes durable) and waits for
 // the daemon; a daemon that does not exit in 15 s is killed and the mount
 // detached lazily.

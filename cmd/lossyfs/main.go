@@ -9,6 +9,8 @@
 //
 // mount prints "READY <mountpoint>" on stdout once the mount and the socket
 // are up, and unmounts cleanly (everything durable) on SIGTERM or SIGINT.
+// SIGUSR1 writes every goroutine's stack to stderr (to see which FUSE
+// request a stuck client waits on).
 // powerloss (kill the processes using the mount first) cuts the power,
 // mounts again on the same mountpoint and prints the report as JSON.
 package main
@@ -21,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -77,7 +80,18 @@ func mount(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "READY %s\n", *mountpoint)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	<-ctx.Done()
+	dump := make(chan os.Signal, 1)
+	signal.Notify(dump, syscall.SIGUSR1)
+	defer signal.Stop(dump)
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-dump:
+			fmt.Fprintf(stderr, "=== lossyfs %s goroutines\n", time.Now().Format(time.RFC3339Nano))
+			_ = pprof.Lookup("goroutine").WriteTo(stderr, 2)
+		}
+	}
 	if err := d.Close(); err != nil {
 		fmt.Fprintln(stderr, "lossyfs:", err)
 		return 1

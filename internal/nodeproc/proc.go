@@ -46,6 +46,10 @@ type Spec struct {
 	// flags: the node runs on its defaults (or Env/Args), and the address
 	// fields only tell the harness where it listens.
 	Bare bool
+	// OnSlowKill, if set, runs when a SIGKILLed process has not exited
+	// within killWait, after its kernel stacks were logged: e.g. to dump the
+	// state of a FUSE daemon the process may be waiting on.
+	OnSlowKill func()
 }
 
 // logPath is where the process output goes.
@@ -200,11 +204,56 @@ func (p *Proc) Kill() error {
 		}
 		return err
 	}
+	start := time.Now()
 	select {
 	case <-exited:
 		return nil
 	case <-time.After(killWait):
-		return fmt.Errorf("nodeproc: node %s (pid %d) still running %v after SIGKILL", p.Spec().ID, p.PID(), killWait)
+	}
+	// A SIGKILLed process that has not exited is held in the kernel: a
+	// thread waits uninterruptibly (state D), e.g. on a FUSE request its
+	// daemon has not answered. Record where every thread waits, then give
+	// it killGrace more to tell a slow exit from a hung one.
+	p.logKernelStacks()
+	if f := p.Spec().OnSlowKill; f != nil {
+		f()
+	}
+	select {
+	case <-exited:
+		return fmt.Errorf("nodeproc: node %s (pid %d) still running %v after SIGKILL; it exited after %v (kernel stacks in %s)",
+			p.Spec().ID, p.PID(), killWait, time.Since(start).Round(time.Millisecond), p.LogPath())
+	case <-time.After(killGrace):
+		return fmt.Errorf("nodeproc: node %s (pid %d) still running %v after SIGKILL (kernel stacks in %s)",
+			p.Spec().ID, p.PID(), time.Since(start).Round(time.Millisecond), p.LogPath())
+	}
+}
+
+// killGrace is how long Kill keeps waiting, after killWait and the stack
+// dump, to measure how long a slow exit takes.
+const killGrace = 50 * time.Second
+
+// logKernelStacks appends each thread's state, wait channel and kernel
+// stack (/proc/PID/task/TID/{stat,wchan,stack}; the stack needs root) to
+// the node's log.
+func (p *Proc) logKernelStacks() {
+	pid := p.PID()
+	logFile, err := os.OpenFile(p.LogPath(), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "=== nodeproc %s pid %d still running %v after SIGKILL: kernel stacks\n", time.Now().Format(time.RFC3339Nano), pid, killWait)
+	tids, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, t := range tids {
+		dir := fmt.Sprintf("/proc/%d/task/%s/", pid, t.Name())
+		stat, _ := os.ReadFile(dir + "stat")
+		wchan, _ := os.ReadFile(dir + "wchan")
+		stack, _ := os.ReadFile(dir + "stack")
+		state := "?"
+		if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+			state = string(stat[i+2])
+		}
+		fmt.Fprintf(logFile, "--- tid %s state %s wchan %s\n%s", t.Name(), state, wchan, stack)
 	}
 }
 
