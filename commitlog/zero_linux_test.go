@@ -6,10 +6,12 @@ import (
 	"math/rand"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
 	"github.com/raftmq/raftmq/internal/testseed"
 	"github.com/raftmq/raftmq/mmap"
 	"github.com/raftmq/raftmq/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // TestZeroFromMatchesIsZero: on a real preallocated mapped file, the
@@ -52,6 +54,55 @@ func TestZeroFromMatchesIsZero(t *testing.T) {
 		}
 		check("zeroed again")
 	}
+}
+
+// TestZeroFromSkipsPreTouchedSegment: a preallocated segment whose zero
+// pages a previous process faulted in (the allocator's pre-touch) is found
+// zero without being read, as after a kill -9: its pages are not resident
+// afterwards. A dirty page in it is still found.
+func TestZeroFromSkipsPreTouchedSegment(t *testing.T) {
+	const size = 16 << 20
+	path := filepath.Join(t.TempDir(), "seg")
+	touched, err := mmap.Open(vfs.OS(), path, size, mmap.Options{PreTouch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := resident(t, touched.Bytes()); n < size/4096/2 {
+		t.Fatalf("pre-touch left only %d of %d pages resident: the test would prove nothing", n, size/4096)
+	}
+	if err := touched.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := mmap.Open(vfs.OS(), path, size, mmap.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if !zeroFrom(f, f.Bytes(), 0) {
+		t.Fatal("pre-touched fresh segment is not zero")
+	}
+	if n := resident(t, f.Bytes()); n > 64 {
+		t.Fatalf("zeroFrom faulted in %d pages of a zero segment, want it read without reading", n)
+	}
+	const pos = 5<<20 + 123
+	f.Bytes()[pos] = 7 // dirty, not flushed: only the page cache knows
+	if zeroFrom(f, f.Bytes()[4<<20:], 4<<20) {
+		t.Fatal("a dirty byte at 5 MiB was not found")
+	}
+}
+
+// resident counts the pages of b in the page cache (mincore).
+func resident(t *testing.T, b []byte) int {
+	t.Helper()
+	vec := make([]byte, (len(b)+4095)/4096)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
 }
 
 // BenchmarkZeroFromFreshSegment: the clean-end check over a fresh 64 MiB
