@@ -26,7 +26,7 @@ func TestQuickRun(t *testing.T) {
 	}
 	o := defaultOptions(true)
 	o.Out, o.Log, o.Args = t.TempDir(), testLog{t}, []string{"-quick"}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if _, err := run(ctx, o); err != nil {
 		t.Fatal(err)

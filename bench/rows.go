@@ -168,9 +168,15 @@ func abRows(quick bool) []abRow {
 	return rows
 }
 
-func sizeName(n int) string {
-	if n%1024 == 0 {
-		return fmt.Sprintf("%d KiB", n/1024)
+// sizeName writes n bytes in the largest binary unit that divides it.
+func sizeName[N int | int64](n N) string {
+	for _, u := range []struct {
+		size N
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
 	}
 	return fmt.Sprintf("%d B", n)
 }
@@ -197,7 +203,7 @@ func (r *runner) all(ctx context.Context, rep *report) error {
 		fn   func(context.Context, *report) error
 	}{
 		{"halfmax", func(ctx context.Context, rep *report) error { return r.halfMax(ctx, rep, maxRate) }},
-		{"profile", r.profiles}, {"consume", r.consume}, {"restart", r.restart}, {"baseline", r.baseline},
+		{"profile", r.profiles}, {"consume", r.consume}, {"restart", r.restart}, {"restarts", r.restartMatrix}, {"baseline", r.baseline},
 	} {
 		if !r.o.step(step.name) {
 			continue

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/nodeproc"
+)
+
+// Targets of the kill -9 restart matrix.
+const (
+	// targetRestartFlatness: slowest over fastest time to serving across
+	// the sizes written, per victim and message size.
+	targetRestartFlatness = 1.5
+	// restartTopic is the topic the matrix fills (8 queues).
+	restartTopic = "benchrestart"
+)
+
+// restartSizes is how much the matrix writes before each kill: 1, 4 and 16
+// GiB, or 8 and 32 MiB in a quick run.
+func (o options) restartSizes() []int64 {
+	if o.Quick {
+		return []int64{8 << 20, 32 << 20}
+	}
+	return []int64{1 << 30, 4 << 30, 16 << 30}
+}
+
+// restartCase is one column of the matrix: who is killed, which messages
+// filled the commitlog.
+type restartCase struct {
+	nodes   int // 1: a single node is killed; 3: a follower of a cluster
+	msgSize int
+}
+
+func (c restartCase) String() string {
+	who := "a follower"
+	if c.nodes == 1 {
+		who = "a single node"
+	}
+	return fmt.Sprintf("%s, %s messages", who, sizeName(c.msgSize))
+}
+
+// restartMatrix kills a single node and a follower of a fresh 3-node
+// cluster with SIGKILL after 1, 4 and 16 GiB were written in 1 KiB and in
+// 1 MiB messages, and times each to serving (/healthz: abnormal recovery of
+// its files, then Raft's start-up) and, for the follower, to caught up.
+// The commitlog grows between kills, so each column writes its largest
+// size once. Each column's data is removed before the next.
+func (r *runner) restartMatrix(ctx context.Context, rep *report) error {
+	for _, c := range []restartCase{{1, 1 << 10}, {3, 1 << 10}, {1, 1 << 20}, {3, 1 << 20}} {
+		rows, err := r.restartColumn(ctx, c)
+		if err != nil {
+			return fmt.Errorf("restart matrix, %v: %w", c, err)
+		}
+		rep.Rows = append(rep.Rows, rows...)
+	}
+	return nil
+}
+
+// restartColumn runs one case of the matrix on its own cluster.
+func (r *runner) restartColumn(ctx context.Context, c restartCase) ([]Row, error) {
+	dir := filepath.Join(r.work, fmt.Sprintf("restart-%d-%d", c.nodes, c.msgSize))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	cl, err := nodeproc.StartCluster(sctx, r.bin, nodeproc.ClusterOptions{N: c.nodes, Dir: dir, Args: []string{"--log-level", "warn"}})
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		if err := cl.Stop(sctx); err != nil {
+			r.logf("stopping the restart cluster: %v", err)
+		}
+	}()
+	if _, err := cl.CLI(ctx, "topic", "create", restartTopic, "--queues", "8"); err != nil {
+		return nil, fmt.Errorf("topic create: %w", err)
+	}
+	var rows []Row
+	var servings []float64
+	for _, size := range r.o.restartSizes() {
+		serving, caught, written, err := r.killAfterWriting(ctx, cl, c, size)
+		if err != nil {
+			return nil, err
+		}
+		servings = append(servings, serving)
+		name := fmt.Sprintf("kill -9 of %v, after %d MiB written", c, written>>20)
+		r.logf("%s: serving after %.2fs, caught up after %.2fs", name, serving, caught)
+		rows = append(rows, Row{Name: name + ": serving", LogStore: r.variant, Metric: "s", Raftmq: serving,
+			Target: fmt.Sprintf("≤ %.0f s", targetKillRestartSecs), Result: passIf(serving <= targetKillRestartSecs)})
+		if c.nodes > 1 {
+			rows = append(rows, Row{Name: name + ": caught up with the leader", LogStore: r.variant, Metric: "s",
+				Raftmq: caught, Target: "-", Result: "info"})
+		}
+	}
+	flat := slices.Max(servings) / slices.Min(servings)
+	rows = append(rows, Row{Name: fmt.Sprintf("kill -9 of %v: slowest / fastest time to serving over %s", c, sizeList(r.o.restartSizes())),
+		LogStore: r.variant, Metric: "×", Raftmq: flat, Target: fmt.Sprintf("≤ %.1f", targetRestartFlatness),
+		Result: passIf(flat <= targetRestartFlatness)})
+	return rows, nil
+}
+
+func sizeList(sizes []int64) string {
+	names := make([]string, len(sizes))
+	for i, n := range sizes {
+		names[i] = sizeName(n)
+	}
+	return strings.Join(names, ", ")
+}
+
+// killAfterWriting fills cl's commitlog to size bytes with c's messages,
+// then at once SIGKILLs the victim (node 0 alone, or a follower), starts it
+// again and times it to serving and to applying what the leader had.
+func (r *runner) killAfterWriting(ctx context.Context, cl *nodeproc.Cluster, c restartCase, size int64) (serving, caught float64, written int64, err error) {
+	li, err := cl.Leader(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if err := r.fillTo(ctx, cl, li, size, c.msgSize); err != nil {
+		return 0, 0, 0, err
+	}
+	st, err := cl.Nodes[li].Status(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	victim := cl.Nodes[(li+1)%len(cl.Nodes)]
+	if err := victim.Kill(); err != nil {
+		return 0, 0, 0, err
+	}
+	t0 := time.Now()
+	if err := victim.Restart(); err != nil {
+		return 0, 0, 0, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := victim.WaitHealthy(sctx); err != nil {
+		return 0, 0, 0, err
+	}
+	serving = time.Since(t0).Seconds()
+	if err := waitApplied(sctx, victim, st.AppliedIndex); err != nil {
+		return 0, 0, 0, err
+	}
+	return serving, time.Since(t0).Seconds(), st.MaxOffset, nil
+}
+
+// fillTo produces msgSize-byte messages in sends of about 1 MiB until the
+// leader's commitlog holds size bytes, in bounded rounds.
+func (r *runner) fillTo(ctx context.Context, cl *nodeproc.Cluster, li int, size int64, msgSize int) error {
+	batch := max(1, (1<<20)/msgSize)
+	for round := 0; round < 20; round++ {
+		st, err := cl.Nodes[li].Status(ctx)
+		if err != nil {
+			return err
+		}
+		missing := size - st.MaxOffset
+		if missing <= 0 {
+			return nil
+		}
+		n := missing/int64(msgSize) + 1
+		r.logf("filling %d MiB more with %s messages", missing>>20, sizeName(msgSize))
+		args := []string{"--json", "bench", "produce", "-t", restartTopic, "-n", strconv.FormatInt(n, 10),
+			"-s", strconv.Itoa(msgSize), "-c", "8", "--batch", strconv.Itoa(batch), "--inflight", "2"}
+		if out, err := cl.CLI(ctx, args...); err != nil {
+			return fmt.Errorf("raftmq %v: %w: %s", args, err, out)
+		}
+	}
+	return fmt.Errorf("commitlog did not reach %d bytes", size)
+}
