@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/client"
-	"github.com/raftmq/raftmq/internal/nodeproc"
 	"github.com/raftmq/raftmq/node"
 )
 
@@ -28,17 +27,8 @@ func TestFailover(t *testing.T) {
 	}
 	heartbeat := failoverHeartbeat(t)
 	ctx := context.Background()
-	dir := nodeproc.TempDir(t, "failover")
-	tc, err := startTestCluster(ctx, t, dir, clusterOptions{heartbeat: heartbeat})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tc.close)
-	cl, err := tc.newClient(ctx, 0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	tc := mustStartCluster(t, "failover", clusterOptions{heartbeat: heartbeat})
+	cl := tc.mustClient(t, 0)
 	w := &workload{tc: tc, stop: make(chan struct{})} // a record of sends for the checker
 	send := func(seq int) error {
 		id := cl.NewMsgID()
@@ -61,7 +51,7 @@ func TestFailover(t *testing.T) {
 		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	err = cl.CreateTopic(cctx, topic, queues)
+	err := cl.CreateTopic(cctx, topic, queues)
 	cancel()
 	if err != nil {
 		t.Fatal(err)

@@ -208,6 +208,30 @@ func (tc *testCluster) direct(i int) (pb.RaftMQClient, error) {
 	return pb.NewRaftMQClient(cc), nil
 }
 
+// mustStartCluster starts a test cluster in a fresh directory named for
+// the test, closed when the test ends; it fails the test if it cannot.
+func mustStartCluster(t *testing.T, name string, opts clusterOptions) *testCluster {
+	t.Helper()
+	tc, err := startTestCluster(context.Background(), t, nodeproc.TempDir(t, name), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tc.close)
+	return tc
+}
+
+// mustClient is newClient (leader reads, starting at member first), closed
+// when the test ends; it fails the test if it cannot connect.
+func (tc *testCluster) mustClient(t *testing.T, first int) *client.Client {
+	t.Helper()
+	cl, err := tc.newClient(context.Background(), first, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
 // newClient is a leader-following client; seeds start at node first, so
 // reads with ReadFromAny go there first.
 func (tc *testCluster) newClient(ctx context.Context, first int, readAny bool) (*client.Client, error) {

@@ -366,17 +366,8 @@ func TestPowerLossOfWholeClusterAfterBootstrap(t *testing.T) {
 	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x10557))
 	ctx := context.Background()
-	dir := nodeproc.TempDir(t, "powerloss-boot")
-	tc, err := startTestCluster(ctx, t, dir, clusterOptions{lossy: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tc.close)
-	cl, err := tc.newClient(ctx, 0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	tc := mustStartCluster(t, "powerloss-boot", clusterOptions{lossy: true})
+	cl := tc.mustClient(t, 0)
 	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	res, err := cl.Send(sctx, client.NewMessage(topic, []byte("acknowledged before the power went")))
 	cancel()

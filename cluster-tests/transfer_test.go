@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/client"
-	"github.com/raftmq/raftmq/internal/nodeproc"
 )
 
 // TestFailedTransferKeepsLeaderServing: a leadership transfer that fails
@@ -16,12 +15,7 @@ import (
 // the next election.
 func TestFailedTransferKeepsLeaderServing(t *testing.T) {
 	ctx := context.Background()
-	dir := nodeproc.TempDir(t, "transfer")
-	tc, err := startTestCluster(ctx, t, dir, clusterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tc.close)
+	tc := mustStartCluster(t, "transfer", clusterOptions{})
 	l, err := tc.leader(ctx, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -30,11 +24,7 @@ func TestFailedTransferKeepsLeaderServing(t *testing.T) {
 	if err := tc.node(f).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := tc.newClient(ctx, l, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := tc.mustClient(t, l)
 	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	err = cl.Transfer(tctx, tc.id(f))
 	cancel()
