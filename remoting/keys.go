@@ -1,0 +1,13 @@
+package remoting
+
+import "sort"
+
+// sortedKeys returns m's keys in order, so encodings are deterministic.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
