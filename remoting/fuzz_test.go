@@ -54,5 +54,11 @@ func TestGenerateFuzzCorpus(t *testing.T) {
 		}
 		testseed.WriteFuzzSeed(t, "FuzzDecodeFrame", i, frame[4:])
 		testseed.WriteFuzzSeed(t, "FuzzDecodeFrame", 10+i, frame[4:len(frame)-1-i])
+		body, err := AppendBatchMessage(nil, BatchMessage{Flag: rng.Int31(), Body: frame[4:], Properties: []byte("KEYS\x01k\x02")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testseed.WriteFuzzSeed(t, "FuzzDecodeBatch", i, body)
+		testseed.WriteFuzzSeed(t, "FuzzDecodeBatch", 10+i, body[:len(body)-1-i])
 	}
 }
