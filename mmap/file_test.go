@@ -187,3 +187,39 @@ func FuzzParseFileName(f *testing.F) {
 		}
 	})
 }
+
+// TestHeapTwinIsAMappingView: on MemFS the heap twin's bytes are a mapping
+// view, so a crash with Writeback sees what was written into Bytes() and
+// never flushed (as the kernel would write it back); after Close they are
+// not looked at any more.
+func TestHeapTwinIsAMappingView(t *testing.T) {
+	fs := vfs.NewMem()
+	f, err := Open(fs, "seg", 1<<16, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SyncDir("."); err != nil {
+		t.Fatal(err)
+	}
+	copy(f.Bytes()[5000:], "written, not flushed")
+	read := func(opts vfs.CrashOptions) []byte {
+		t.Helper()
+		b, err := fs.CrashClone(opts).ReadFile("seg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if got := read(vfs.CrashOptions{Mode: vfs.KeepUnsynced, Writeback: true}); string(got[5000:5020]) != "written, not flushed" {
+		t.Fatalf("kill -9 with write-back: %q", got[5000:5020])
+	}
+	if got := read(vfs.CrashOptions{Mode: vfs.KeepUnsynced}); got[5000] != 0 {
+		t.Fatal("without write-back an unflushed heap write reached the file")
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(vfs.CrashOptions{Mode: vfs.KeepUnsynced, Writeback: true}); got[5000] != 0 {
+		t.Fatal("a closed heap twin's bytes reached the file")
+	}
+}

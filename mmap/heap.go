@@ -9,15 +9,24 @@ import (
 
 // heapFile is the heap-backed twin of a mapped file: the bytes live in a
 // Go slice read from the file at open, and Flush writes a range back with
-// WriteAt and syncs, so a vfs.MemFS crash clone holds exactly what was
-// flushed.
+// WriteAt and syncs, so a vfs.MemFS crash clone holds what was flushed.
+// On a file system that takes mapping views (vfs.MemFS's AttachMapping)
+// the slice is attached as one, so a crash can also model the kernel
+// writing its dirty pages back before any Flush.
 type heapFile struct {
-	name string
-	f    vfs.File
-	data []byte
+	name   string
+	f      vfs.File
+	data   []byte
+	detach func() // nil unless attached
 
 	mu     sync.Mutex // serialises Flush, Zero and Close
 	closed bool
+}
+
+// mappingViews is implemented by files of a file system that models the
+// write-back of shared mappings (vfs.MemFS).
+type mappingViews interface {
+	AttachMapping(view func() []byte) (detach func())
 }
 
 func openHeap(f vfs.File, name string, size int64) (File, error) {
@@ -26,7 +35,11 @@ func openHeap(f vfs.File, name string, size int64) (File, error) {
 		f.Close()
 		return nil, fmt.Errorf("mmap: read %s: %w", name, err)
 	}
-	return &heapFile{name: name, f: f, data: data}, nil
+	h := &heapFile{name: name, f: f, data: data}
+	if mv, ok := f.(mappingViews); ok {
+		h.detach = mv.AttachMapping(func() []byte { return h.data })
+	}
+	return h, nil
 }
 
 func (h *heapFile) Name() string    { return h.name }
@@ -79,6 +92,9 @@ func (h *heapFile) Close() error {
 		return fmt.Errorf("%w: %s", ErrClosed, h.name)
 	}
 	h.closed = true
+	if h.detach != nil {
+		h.detach()
+	}
 	if err := h.f.Close(); err != nil {
 		return fmt.Errorf("mmap: close %s: %w", h.name, err)
 	}

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"bytes"
 	"math/rand"
 	"path/filepath"
 	"sort"
@@ -50,7 +51,18 @@ type CrashOptions struct {
 	// Reorder, under TearUnsynced, also applies random 4 KiB pieces of the
 	// unsynced writes after the kept prefix.
 	Reorder bool
+	// Writeback also models the kernel's write-back of the dirty pages of
+	// attached mappings (AttachMapping: bytes written into a shared mapping
+	// and not yet msynced). Under KeepUnsynced every dirty page survives,
+	// as after a kill -9 (the page cache outlives the process). Otherwise
+	// each dirty page survives with probability 1/2, and one in four of
+	// those is torn: only a random subset of its 512-byte sectors lands.
+	Writeback bool
 }
+
+// Sector is the unit a page written back during a power loss can be torn
+// at (CrashOptions.Writeback).
+const Sector = 512
 
 // CrashClone returns a new MemFS as a power loss would leave this one, per
 // opts (see CrashMode). Under KeepUnsynced every directory entry is kept;
@@ -158,14 +170,55 @@ func sortedKeys(m map[string]*memNode) []string {
 
 // crashContent is what survives of this file under opts.
 func (n *memNode) crashContent(opts CrashOptions, r *rand.Rand) []byte {
+	var b []byte
 	switch opts.Mode {
 	case KeepUnsynced:
-		return append([]byte(nil), n.data...)
+		b = append([]byte(nil), n.data...)
 	case TearUnsynced:
-		return n.torn(opts.Reorder, r)
+		b = n.torn(opts.Reorder, r)
 	default:
-		return append([]byte(nil), n.durable...)
+		b = append([]byte(nil), n.durable...)
 	}
+	if opts.Writeback {
+		b = n.writeBack(b, opts.Mode == KeepUnsynced, r)
+	}
+	return b
+}
+
+// writeBack applies the dirty pages of n's mappings to b, the content that
+// survives otherwise: all of them (all), or each with probability 1/2,
+// torn at Sector granularity one time in four. Pages beyond b's end (a
+// size change that did not survive) are not written.
+func (n *memNode) writeBack(b []byte, all bool, r *rand.Rand) []byte {
+	views := make([][]byte, 0, len(n.mappings))
+	for m := range n.mappings {
+		views = append(views, m.view())
+	}
+	sort.Slice(views, func(i, j int) bool { return len(views[i]) < len(views[j]) }) // seeded runs repeat
+	for _, view := range views {
+		end := min(len(view), len(n.data), len(b))
+		for off := 0; off < end; off += TearPage {
+			pe := min(off+TearPage, end)
+			if bytes.Equal(view[off:pe], n.data[off:pe]) {
+				continue // clean: what the file holds
+			}
+			switch {
+			case all:
+				copy(b[off:pe], view[off:pe])
+			case r.Intn(2) == 0:
+			case r.Intn(4) != 0:
+				copy(b[off:pe], view[off:pe])
+			default:
+				for so := off; so < pe; so += Sector {
+					if r.Intn(2) == 0 {
+						se := min(so+Sector, pe)
+						copy(b[so:se], view[so:se])
+					}
+				}
+			}
+		}
+	}
+	return b
 }
 
 // torn applies a random prefix of the pending changes to the durable

@@ -42,7 +42,13 @@ type memNode struct {
 	data    []byte              // current content
 	durable []byte              // content as of the last Sync
 	pending []memWrite          // unsynced writes and truncations, oldest first
+	// mappings are the views of processes' shared mappings of the file
+	// (AttachMapping): their pages that differ from data are dirty there.
+	mappings map[*mapping]struct{}
 }
+
+// mapping is one attached view; a pointer so each attach is its own key.
+type mapping struct{ view func() []byte }
 
 // memWrite is one unsynced change: a write of data at off, or (trunc) a
 // change of the size to size.
@@ -599,6 +605,29 @@ func (f *memFile) Size() (int64, error) {
 	}
 	defer f.fs.mu.Unlock()
 	return int64(len(f.node.data)), nil
+}
+
+// AttachMapping tells the file system that view returns the bytes of a
+// shared mapping of this file (mmap's heap twin): the pages where they
+// differ from what was written through the file are dirty in the mapping,
+// not yet msynced. A crash with CrashOptions.Writeback may write any of
+// those pages back, as a kernel writes dirty pages whenever it likes. view
+// is called under the file system's lock, from inside a crash. The
+// returned func detaches the view (the mapping is closed).
+func (f *memFile) AttachMapping(view func() []byte) (detach func()) {
+	m := &mapping{view: view}
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.node.mappings == nil {
+		f.node.mappings = map[*mapping]struct{}{}
+	}
+	f.node.mappings[m] = struct{}{}
+	node := f.node
+	return func() {
+		f.fs.mu.Lock()
+		defer f.fs.mu.Unlock()
+		delete(node.mappings, m)
+	}
 }
 
 // Preallocate extends the file with zeros to offset+length (an unsynced
