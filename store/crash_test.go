@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/raftmq/raftmq/meta"
 	"math/rand"
 	"testing"
 
@@ -133,12 +134,12 @@ func checkRecovered(t *testing.T, s *Store, m *workloadModel, label string) {
 	if applied < m.durable || applied > m.applied {
 		t.Fatalf("%s: applied %d, want within [durable %d, applied %d]", label, applied, m.durable, m.applied)
 	}
-	want := map[queueKey]int64{}
+	want := map[meta.QueueKey]int64{}
 	for _, msg := range m.msgs {
 		if msg.entry > applied {
 			continue
 		}
-		k := queueKey{msg.topic, msg.queue}
+		k := meta.QueueKey{Topic: msg.topic, Queue: msg.queue}
 		want[k] = max(want[k], msg.offset+1)
 		if msg.phy < s.log.MinOffset() {
 			continue // removed by retention
@@ -157,13 +158,13 @@ func checkRecovered(t *testing.T, s *Store, m *workloadModel, label string) {
 		}
 	}
 	for k, n := range want {
-		if got, _ := s.MaxOffset(k.topic, k.queue); got != n {
-			t.Fatalf("%s: queue %s/%d max offset %d, want %d", label, k.topic, k.queue, got, n)
+		if got, _ := s.MaxOffset(k.Topic, k.Queue); got != n {
+			t.Fatalf("%s: queue %s/%d max offset %d, want %d", label, k.Topic, k.Queue, got, n)
 		}
 	}
 	for _, topic := range []string{"alpha", "beta"} {
 		for q := int32(0); q < 4; q++ {
-			if _, ok := want[queueKey{topic, q}]; !ok {
+			if _, ok := want[meta.QueueKey{Topic: topic, Queue: q}]; !ok {
 				if got, _ := s.MaxOffset(topic, q); got != 0 {
 					t.Fatalf("%s: queue %s/%d has %d messages, want none", label, topic, q, got)
 				}

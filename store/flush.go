@@ -138,7 +138,7 @@ func (s *Store) captureCheckpoint() (recovery.Checkpoint, []segmentRange) {
 	defer s.writeMu.Unlock()
 	s.mu.RLock()
 	a := s.applied
-	metaBytes := s.meta.encode()
+	metaBytes := s.meta.Encode()
 	s.mu.RUnlock()
 	st := s.idx.State()
 	c := recovery.Checkpoint{

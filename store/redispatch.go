@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/raftmq/raftmq/meta"
 	"io"
 
 	"github.com/raftmq/raftmq/commitlog"
@@ -19,13 +20,13 @@ type replayScope struct {
 	// reflects these entries (lag repair, snapshot install).
 	dispatchOnly bool
 	// queues, if not nil, restricts dispatch to these queues.
-	queues map[queueKey]bool
+	queues map[meta.QueueKey]bool
 	// indexOnly (with dispatchOnly): the index alone, every record as the
 	// apply path indexed it, whether or not its topic still exists.
 	indexOnly bool
 }
 
-func (r replayScope) wants(k queueKey) bool { return r.queues == nil || r.queues[k] }
+func (r replayScope) wants(k meta.QueueKey) bool { return r.queues == nil || r.queues[k] }
 
 // redispatch replays the verified entries in [from, to): command frames onto
 // meta, message records into consume queues, index and queue table. Puts are
@@ -237,7 +238,7 @@ type replayTopic struct {
 }
 
 type replayQueue struct {
-	key    queueKey
+	key    meta.QueueKey
 	wanted bool
 	cq     *consumequeue.Queue
 	next   int64 // queue table's next offset (not dispatchOnly)
@@ -276,12 +277,11 @@ func (r *replayer) command(e *commitlog.Entry) error {
 	r.syncMeta()
 	clear(r.topics)
 	r.last = nil
-	if err := r.s.meta.applyCommand(e.Command); err != nil {
+	if err := r.s.meta.Apply(e.Command); err != nil {
 		return fmt.Errorf("store: replay command at %d: %w", e.Start, err)
 	}
-	if e.Command[0] == cmdDeleteTopic {
-		d := decoder{b: e.Command[1:]}
-		return r.s.cqs.DeleteTopic(d.str())
+	if name, ok := meta.DeletedTopic(e.Command); ok {
+		return r.s.cqs.DeleteTopic(name)
 	}
 	return nil
 }
@@ -310,7 +310,7 @@ func (r *replayer) record(rec *preparedRecord, storeTs int64, hashes []int32) er
 	}
 	unit := consumequeue.Unit{PhyOffset: rec.off, Size: rec.size, TagsCode: rec.tagsCode}
 	if err := q.cq.Put(rec.queueOffset, unit); err != nil {
-		return fmt.Errorf("store: consume queue %s/%d offset %d: %w", q.key.topic, q.key.queue, rec.queueOffset, err)
+		return fmt.Errorf("store: consume queue %s/%d offset %d: %w", q.key.Topic, q.key.Queue, rec.queueOffset, err)
 	}
 	if len(hashes) == 0 {
 		return nil
@@ -329,12 +329,12 @@ func (r *replayer) topic(name []byte) *replayTopic {
 		return t
 	}
 	t := &replayTopic{name: string(name)}
-	_, exists := r.s.meta.topics[t.name]
+	_, exists := r.s.meta.Topics[t.name]
 	switch {
 	case r.only.dispatchOnly:
 		t.skip = !exists // deleted since
 	case !exists:
-		r.s.meta.topics[t.name] = TopicConfig{Name: t.name, Queues: r.s.cfg.DefaultQueues, Perm: 6}
+		r.s.meta.Topics[t.name] = TopicConfig{Name: t.name, Queues: r.s.cfg.DefaultQueues, Perm: 6}
 	}
 	r.topics[t.name] = t
 	r.last = t
@@ -356,15 +356,15 @@ func (r *replayer) queue(t *replayTopic, id int32) (*replayQueue, error) {
 	for len(t.queues) <= int(id) {
 		t.queues = append(t.queues, nil)
 	}
-	k := queueKey{t.name, id}
-	q := &replayQueue{key: k, wanted: r.only.wants(k), next: r.s.meta.queues[k]}
+	k := meta.QueueKey{Topic: t.name, Queue: id}
+	q := &replayQueue{key: k, wanted: r.only.wants(k), next: r.s.meta.Queues[k]}
 	t.queues[id] = q
 	if !q.wanted {
 		return nil, nil
 	}
-	cq, err := r.s.cqs.GetOrCreate(k.topic, k.queue)
+	cq, err := r.s.cqs.GetOrCreate(k.Topic, k.Queue)
 	if err != nil {
-		return nil, fmt.Errorf("store: consume queue %s/%d: %w", k.topic, k.queue, err)
+		return nil, fmt.Errorf("store: consume queue %s/%d: %w", k.Topic, k.Queue, err)
 	}
 	q.cq = cq
 	return q, nil
@@ -373,8 +373,8 @@ func (r *replayer) queue(t *replayTopic, id int32) (*replayQueue, error) {
 // syncMeta writes the cached next offsets back to the queue table.
 func (r *replayer) syncMeta() {
 	for _, q := range r.dirty {
-		if q.next > r.s.meta.queues[q.key] {
-			r.s.meta.queues[q.key] = q.next
+		if q.next > r.s.meta.Queues[q.key] {
+			r.s.meta.Queues[q.key] = q.next
 		}
 		q.dirty = false
 	}
@@ -461,9 +461,9 @@ func recordKeys(props []byte) (tags, keys, uniq []byte) {
 // consume-queue file, a snapshot install) and rebuilds them from the
 // commitlog start. The index is rebuilt along with them when it lags.
 func (s *Store) repairLaggingQueues(scanFrom int64) error {
-	lagging := map[queueKey]bool{}
-	for k, next := range s.meta.queues {
-		q := s.cqs.Get(k.topic, k.queue)
+	lagging := map[meta.QueueKey]bool{}
+	for k, next := range s.meta.Queues {
+		q := s.cqs.Get(k.Topic, k.Queue)
 		if q == nil || q.MaxOffset() < next {
 			lagging[k] = true
 		}
@@ -473,7 +473,7 @@ func (s *Store) repairLaggingQueues(scanFrom int64) error {
 	}
 	s.logger.Warn("rebuilding lagging consume queues from the commitlog", "queues", len(lagging), "from", s.log.MinOffset())
 	for k := range lagging {
-		if q := s.cqs.Get(k.topic, k.queue); q != nil {
+		if q := s.cqs.Get(k.Topic, k.Queue); q != nil {
 			q.Unflush() // see rebuildIfMarked
 		}
 	}

@@ -29,7 +29,7 @@ func (s *Store) CaptureSnapshot() Snapshot {
 	return Snapshot{
 		AppliedIndex: a.RaftIndex, AppliedTerm: a.Term, ConfirmOffset: a.End,
 		MinOffset: min(s.log.MinOffset(), a.End), LastEntryOffset: a.Offset, StoreTimestamp: a.StoreTimestamp,
-		Meta: s.meta.encode(),
+		Meta: s.meta.Encode(),
 	}
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"github.com/raftmq/raftmq/meta"
 	"os"
 	"path/filepath"
 	"sync"
@@ -62,7 +63,7 @@ type Store struct {
 
 	// mu guards meta and applied for readers.
 	mu      sync.RWMutex
-	meta    *meta
+	meta    *meta.Meta
 	applied entryMark
 
 	notify  *notifier
@@ -325,7 +326,7 @@ func (s *Store) cutDerivedToCheckpoint(p *recovery.Plan) error {
 	if err := s.recoverIndex(p); err != nil {
 		return err
 	}
-	m, err := decodeMeta(p.Checkpoint.Meta)
+	m, err := meta.Decode(p.Checkpoint.Meta)
 	if err != nil {
 		return &recovery.Error{File: recovery.CheckpointName, Reason: "meta: " + err.Error(), Err: recovery.ErrCheckpointCorrupt}
 	}
@@ -338,7 +339,7 @@ func (s *Store) cutDerivedToCheckpoint(p *recovery.Plan) error {
 // hold a plausible but wrong PhyOffset that TruncateAtPhy would keep.
 func (s *Store) truncateQueuesToMeta() error {
 	for _, q := range s.cqs.Queues() {
-		next := s.meta.queues[queueKey{q.Topic(), q.QueueID()}]
+		next := s.meta.Queues[meta.QueueKey{Topic: q.Topic(), Queue: q.QueueID()}]
 		if err := q.TruncateAtOffset(next); err != nil {
 			return fmt.Errorf("store: truncate consume queue %s/%d: %w", q.Topic(), q.QueueID(), err)
 		}
@@ -461,8 +462,8 @@ func (s *Store) RecoveryPlan() recovery.Plan { return s.plan }
 func (s *Store) Stats() Stats {
 	s.mu.RLock()
 	applied := s.applied
-	topics := len(s.meta.topics)
-	queues := len(s.meta.queues)
+	topics := len(s.meta.Topics)
+	queues := len(s.meta.Queues)
 	s.mu.RUnlock()
 	return Stats{
 		MinOffset: s.log.MinOffset(), MaxOffset: applied.End, ConfirmOffset: applied.End,

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"github.com/raftmq/raftmq/meta"
 	"io"
 	"io/fs"
 	"os"
@@ -79,8 +80,8 @@ type verifyReport struct {
 	entries   int
 	messages  int
 	queues    int
-	records   []int64            // start of every verified message record
-	queueNext map[queueKey]int64 // next queue offset per queue, from the commitlog
+	records   []int64                 // start of every verified message record
+	queueNext map[meta.QueueKey]int64 // next queue offset per queue, from the commitlog
 }
 
 func (r *verifyReport) errorf(format string, args ...any) {
@@ -138,7 +139,7 @@ func resolveStoreDir(fsys vfs.FS, dir string) (string, error) {
 }
 
 func verifyDir(fsys vfs.FS, dir string, w io.Writer) *verifyReport {
-	r := &verifyReport{w: w, dir: dir, queueNext: map[queueKey]int64{}}
+	r := &verifyReport{w: w, dir: dir, queueNext: map[meta.QueueKey]int64{}}
 	sd, err := resolveStoreDir(fsys, dir)
 	if err != nil {
 		r.errorf("%v", err)
@@ -221,7 +222,7 @@ func (r *verifyReport) readCheckpoint(ro readOnlyFS) {
 		return
 	}
 	r.ckpt = &c
-	if _, err := decodeMeta(c.Meta); err != nil {
+	if _, err := meta.Decode(c.Meta); err != nil {
 		r.errorf("checkpoint meta: %v (open refuses)", err)
 	}
 }
@@ -267,16 +268,14 @@ func (r *verifyReport) entry(e *commitlog.Entry) {
 	r.end, r.lastIndex, r.lastTerm = e.End, e.Header.RaftIndex, e.Header.Term
 	switch e.Header.Kind {
 	case message.KindCommand:
-		if len(e.Command) > 0 && e.Command[0] == cmdDeleteTopic {
-			d := decoder{b: e.Command[1:]}
-			topic := d.str()
+		if topic, ok := meta.DeletedTopic(e.Command); ok {
 			for k := range r.queueNext {
-				if k.topic == topic {
+				if k.Topic == topic {
 					delete(r.queueNext, k)
 				}
 			}
 		}
-		if err := newMeta().applyCommand(e.Command); err != nil {
+		if err := meta.New().Apply(e.Command); err != nil {
 			r.errorf("command at %d (index %d): %v", e.Start, e.Header.RaftIndex, err)
 		}
 	case message.KindMessages:
@@ -290,9 +289,9 @@ func (r *verifyReport) entry(e *commitlog.Entry) {
 func (r *verifyReport) record(off int64, rec *message.Record) {
 	r.messages++
 	r.records = append(r.records, off)
-	k := queueKey{string(rec.Topic), rec.QueueID}
+	k := meta.QueueKey{Topic: string(rec.Topic), Queue: rec.QueueID}
 	if next, ok := r.queueNext[k]; ok && rec.QueueOffset != next {
-		r.errorf("record at %d: %s/%d queue offset %d, expected %d (not contiguous)", off, k.topic, k.queue, rec.QueueOffset, next)
+		r.errorf("record at %d: %s/%d queue offset %d, expected %d (not contiguous)", off, k.Topic, k.Queue, rec.QueueOffset, next)
 	}
 	r.queueNext[k] = rec.QueueOffset + 1
 }
@@ -393,7 +392,7 @@ func (r *verifyReport) checkQueue(q *consumequeue.Queue) {
 	if above > 0 {
 		r.warnf("%s: %d units point at or above the verified end %d (recovery cuts them)", name, above, r.end)
 	}
-	k := queueKey{q.Topic(), q.QueueID()}
+	k := meta.QueueKey{Topic: q.Topic(), Queue: q.QueueID()}
 	if next, ok := r.queueNext[k]; ok && q.MaxOffset() < next {
 		r.warnf("%s: holds %d units, the commitlog %d (open rebuilds the lagging queue)", name, q.MaxOffset(), next)
 	}

@@ -11,7 +11,7 @@
 //	consumequeue, index, recovery     derived files and their recovery
 //	commitlog                         the log of message records
 //	mmap, wire, internal/lossyfs      mapped files; the client-server contract; the lossy test file system
-//	vfs, proto, message, internal leaves  imported by anything
+//	vfs, proto, message, meta, internal leaves  imported by anything
 //
 // A package may import only packages of a lower layer (never one of its own
 // layer, never one above). Test files are exempt: tests may drive a package
