@@ -13,10 +13,8 @@ import (
 	"github.com/raftmq/raftmq/vfs"
 )
 
-// rebuildMarker, present in the store directory, says consume queues and
-// index must be rebuilt from the whole commitlog on open (a snapshot was just
-// installed). It is removed after the first checkpoint that covers them.
-const rebuildMarker = "rebuild"
+// rebuildMarker: consume queues and index are rebuilt on open.
+const rebuildMarker = recovery.RebuildMarker
 
 // CaptureSnapshot returns the state as of the last applied entry; it costs
 // O(metadata) and runs on the FSM goroutine between applies.

@@ -19,17 +19,17 @@ import (
 	"github.com/raftmq/raftmq/vfs"
 )
 
-// Directory names inside Config.Dir.
 // segmentRange is a commitlog segment captured for a flush.
 type segmentRange struct {
 	file  mmap.File
 	start int64
 }
 
+// Directory names inside Config.Dir.
 const (
-	commitLogDir    = "commitlog"
-	consumeQueueDir = "consumequeue"
-	indexDir        = "index"
+	commitLogDir    = recovery.CommitLogDir
+	consumeQueueDir = recovery.ConsumeQueueDir
+	indexDir        = recovery.IndexDir
 )
 
 // entryMark is the last applied entry: the store reflects every Raft entry up

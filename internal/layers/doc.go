@@ -7,7 +7,7 @@
 //	transport                         gRPC API server, leader forwarding
 //	node/snapstore                    Raft snapshot store
 //	fsm                               Raft FSM over the store
-//	store                             the message store facade
+//	store, verify                     the message store facade; the offline check
 //	consumequeue, index, recovery     derived files and their recovery
 //	commitlog                         the log of message records
 //	mmap, wire, internal/lossyfs      mapped files; the client-server contract; the lossy test file system

@@ -22,7 +22,7 @@ var layer = map[string]int{
 	"mmap": 1, "wire": 1, "internal/lossyfs": 1, "transport/transporttest/badinput": 1,
 	"commitlog":    2,
 	"consumequeue": 3, "index": 3, "recovery": 3,
-	"store":          4,
+	"store": 4, "verify": 4,
 	"fsm":            5,
 	"node/snapstore": 6,
 	"transport":      7,
