@@ -254,26 +254,31 @@ func (s *Store) apply(p *recovery.Plan) error {
 	started, begin := time.Now(), p.Duration // Begin ran before apply
 	phase := started
 	took := func() time.Duration { d := time.Since(phase); phase = time.Now(); return d }
-	if err := s.cutDerivedToCheckpoint(p); err != nil {
+	rp := s.replay()
+	m, err := recovery.CutToCheckpoint(p, s.cqs, s.idx)
+	if err != nil {
 		return err
 	}
+	s.meta = m
 	// Below the checkpoint: rebuild what a snapshot install or damage left
 	// missing, against the checkpoint's queue table.
-	rebuilt, err := s.rebuildIfMarked(p.ScanFrom)
+	rebuilt, err := s.rebuildIfMarked(rp, p.ScanFrom)
 	if err != nil {
 		return err
 	}
 	if !rebuilt {
-		if err := s.reindexToCheckpoint(p); err != nil {
+		if err := rp.Reindex(p); err != nil {
 			return err
 		}
 	}
-	if err := s.repairLaggingQueues(p.ScanFrom); err != nil {
+	if err := rp.RepairLagging(p.ScanFrom); err != nil {
 		return err
 	}
 	prepare := took()
 	// Above it: verify the tail and replay it into meta, queues and index.
-	if err := s.replayTail(p); err != nil {
+	err = rp.Tail(p)
+	s.recoveryReplayed = rp.Replayed
+	if err != nil {
 		return err
 	}
 	replay := took()
@@ -312,75 +317,6 @@ func (s *Store) apply(p *recovery.Plan) error {
 		return s.fs.Remove(filepath.Join(s.cfg.Dir, rebuildMarker))
 	}
 	return nil
-}
-
-// cutDerivedToCheckpoint trusts consume queues, index and meta only up to
-// the checkpoint (p.ScanFrom): what lies above it may be torn or stale and
-// is rebuilt from the verified commitlog tail.
-func (s *Store) cutDerivedToCheckpoint(p *recovery.Plan) error {
-	for _, q := range s.cqs.Queues() {
-		if err := q.TruncateAtPhy(p.ScanFrom); err != nil {
-			return fmt.Errorf("store: truncate consume queue %s/%d: %w", q.Topic(), q.QueueID(), err)
-		}
-	}
-	if err := s.recoverIndex(p); err != nil {
-		return err
-	}
-	m, err := meta.Decode(p.Checkpoint.Meta)
-	if err != nil {
-		return &recovery.Error{File: recovery.CheckpointName, Reason: "meta: " + err.Error(), Err: recovery.ErrCheckpointCorrupt}
-	}
-	s.meta = m
-	return s.truncateQueuesToMeta()
-}
-
-// truncateQueuesToMeta cuts every consume queue to the unit count the
-// checkpoint's queue table records: a damaged unit above the checkpoint can
-// hold a plausible but wrong PhyOffset that TruncateAtPhy would keep.
-func (s *Store) truncateQueuesToMeta() error {
-	for _, q := range s.cqs.Queues() {
-		next := s.meta.Queues[meta.QueueKey{Topic: q.Topic(), Queue: q.QueueID()}]
-		if err := q.TruncateAtOffset(next); err != nil {
-			return fmt.Errorf("store: truncate consume queue %s/%d: %w", q.Topic(), q.QueueID(), err)
-		}
-	}
-	return nil
-}
-
-// recoverIndex cuts the index back to what the checkpoint proves durable
-// (abnormal exit: the newest file may hold slots pointing at lost entries),
-// or to confirmOffset after a clean exit.
-func (s *Store) recoverIndex(p *recovery.Plan) error {
-	if p.Mode == recovery.Abnormal || !p.HasCheckpoint {
-		var st index.State
-		if p.HasCheckpoint {
-			st = indexState(p.Checkpoint.Index)
-		}
-		if err := s.idx.RecoverTo(st); err != nil {
-			return fmt.Errorf("store: recover index: %w", err)
-		}
-	}
-	return s.idx.TruncateAbove(p.ScanFrom)
-}
-
-// reindexToCheckpoint re-indexes the entries between the checkpoint's
-// index state and its confirm offset: the periodic flush msyncs the index
-// only every IndexFlushInterval, so after a crash the durable index may
-// cover less than the commitlog (re-indexing is idempotent).
-func (s *Store) reindexToCheckpoint(p *recovery.Plan) error {
-	if !p.HasCheckpoint {
-		return nil
-	}
-	from := max(p.Checkpoint.Index.ConfirmOffset, s.log.MinOffset())
-	if from >= p.ScanFrom {
-		return nil
-	}
-	s.logger.Info("re-indexing below the checkpoint", "from", from, "to", p.ScanFrom)
-	return s.redispatch(from, p.ScanFrom, replayScope{dispatchOnly: true, indexOnly: true})
-}
-
-func indexState(c recovery.IndexState) index.State {
-	return index.State{File: c.File, IndexCount: c.IndexCount, SlotCount: c.SlotCount, EndPhyOffset: c.EndPhyOffset, EndTimestamp: c.EndTimestamp}
 }
 
 func mbPerSec(n int64, d time.Duration) float64 {

@@ -8,7 +8,8 @@
 //	node/snapstore                    Raft snapshot store
 //	fsm                               Raft FSM over the store
 //	store, verify                     the message store facade; the offline check
-//	consumequeue, index, recovery     derived files and their recovery
+//	recovery                          the recovery plan and the replay into derived files
+//	consumequeue, index               derived files
 //	commitlog                         the log of message records
 //	mmap, wire, internal/lossyfs      mapped files; the client-server contract; the lossy test file system
 //	vfs, proto, message, meta, internal leaves  imported by anything
