@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/raftmq/raftmq/message"
+	"github.com/raftmq/raftmq/meta"
 	"github.com/raftmq/raftmq/store"
 )
 
@@ -14,13 +15,15 @@ import (
 type CommandType uint8
 
 // Command types. Values are part of the Raft log format (see format.go):
-// never renumber, only add.
+// never renumber, only add. The admin commands (CommitOffsets to
+// DeleteTopic) are package meta's: it owns their numbering in a Raft entry
+// (meta.CommandType.EntryType) and their bodies.
 const (
 	CmdMessageBatch  CommandType = 1
-	CmdCommitOffsets CommandType = 2
-	CmdCreateTopic   CommandType = 3
-	CmdUpdateTopic   CommandType = 4
-	CmdDeleteTopic   CommandType = 5
+	CmdCommitOffsets CommandType = 2 // meta.CommitOffsets
+	CmdCreateTopic   CommandType = 3 // meta.CreateTopic
+	CmdUpdateTopic   CommandType = 4 // meta.UpdateTopic
+	CmdDeleteTopic   CommandType = 5 // meta.DeleteTopic
 	CmdSetMemberMeta CommandType = 6
 )
 
@@ -89,23 +92,8 @@ func (c *Command) Encode(dst []byte) ([]byte, error) {
 		for i := range c.Messages {
 			e.message(&c.Messages[i])
 		}
-	case CmdCommitOffsets:
-		if len(c.Commits) > MaxCommits {
-			return dst, fmt.Errorf("%w: %d commits > %d", ErrTooLarge, len(c.Commits), MaxCommits)
-		}
-		e.uvarint(uint64(len(c.Commits)))
-		for _, oc := range c.Commits {
-			e.str(oc.Group)
-			e.str(oc.Topic)
-			e.i32(oc.QueueID)
-			e.i64(oc.Offset)
-		}
-	case CmdCreateTopic, CmdUpdateTopic:
-		e.str(c.Topic.Name)
-		e.i32(c.Topic.Queues)
-		e.i32(c.Topic.Perm)
-	case CmdDeleteTopic:
-		e.str(c.TopicName)
+	case CmdCommitOffsets, CmdCreateTopic, CmdUpdateTopic, CmdDeleteTopic:
+		e.admin(c)
 	case CmdSetMemberMeta:
 		e.str(c.MemberID)
 		e.str(c.MemberAPIAddr)
@@ -177,21 +165,8 @@ func DecodeCommand(data []byte) (Command, error) {
 		for i := 0; i < n && d.err == nil; i++ {
 			d.message(&c.Messages[i])
 		}
-	case CmdCommitOffsets:
-		n := d.count(MaxCommits, minCommitBytes)
-		if n > 0 {
-			c.Commits = make([]store.OffsetCommit, n)
-		}
-		for i := 0; i < n && d.err == nil; i++ {
-			oc := &c.Commits[i]
-			oc.Group, oc.Topic = d.str(), d.str()
-			oc.QueueID, oc.Offset = d.i32(), d.i64()
-		}
-	case CmdCreateTopic, CmdUpdateTopic:
-		c.Topic.Name = d.str()
-		c.Topic.Queues, c.Topic.Perm = d.i32(), d.i32()
-	case CmdDeleteTopic:
-		c.TopicName = d.str()
+	case CmdCommitOffsets, CmdCreateTopic, CmdUpdateTopic, CmdDeleteTopic:
+		d.admin(&c)
 	case CmdSetMemberMeta:
 		c.MemberID, c.MemberAPIAddr = d.str(), d.str()
 	default:
@@ -204,6 +179,46 @@ func DecodeCommand(data []byte) (Command, error) {
 		return Command{}, fmt.Errorf("%s: %w", c.Type, d.err)
 	}
 	return c, nil
+}
+
+// admin encodes an admin command's body (package meta owns it).
+func (e *encoder) admin(c *Command) {
+	mc := c.admin()
+	buf, err := mc.AppendEntryBody(e.buf)
+	switch {
+	case errors.Is(err, meta.ErrTooLarge):
+		e.err = fmt.Errorf("%w: %w", ErrTooLarge, err)
+	case err != nil:
+		e.err = fmt.Errorf("%w: %w", ErrUnknownCommand, err)
+	}
+	e.buf = buf
+}
+
+// admin is c as the admin command it carries.
+func (c *Command) admin() meta.Command {
+	t, _ := meta.CommandOfEntry(byte(c.Type))
+	mc := meta.Command{Type: t, Topic: c.Topic, Commits: c.Commits}
+	if c.Type == CmdDeleteTopic {
+		mc.Topic = meta.TopicConfig{Name: c.TopicName}
+	}
+	return mc
+}
+
+// admin decodes the rest of the entry as the body of c's admin command.
+func (d *decoder) admin(c *Command) {
+	t, _ := meta.CommandOfEntry(byte(c.Type))
+	mc, err := meta.DecodeEntryBody(t, d.buf)
+	d.buf = nil
+	if err != nil {
+		d.err = fmt.Errorf("%w: %w", ErrMalformed, err)
+		return
+	}
+	c.Commits = mc.Commits
+	if c.Type == CmdDeleteTopic {
+		c.TopicName = mc.Topic.Name
+	} else {
+		c.Topic = mc.Topic
+	}
 }
 
 type encoder struct {

@@ -391,7 +391,7 @@ func (s *Store) CreateTopic(h EntryHeader, t TopicConfig) error {
 	if t.Perm == 0 {
 		t.Perm = 6
 	}
-	return s.command(h, meta.EncodeCreateTopic(t), func() error {
+	return s.command(h, (&meta.Command{Type: meta.CreateTopic, Topic: t}).Frame(), func() error {
 		if _, ok := s.meta.Topics[t.Name]; ok {
 			return fmt.Errorf("%w: %q", ErrTopicExists, t.Name)
 		}
@@ -405,7 +405,7 @@ func (s *Store) CreateTopic(h EntryHeader, t TopicConfig) error {
 // DeleteTopic removes a topic, its consume queues and its consumer offsets.
 // Its messages stay in the commitlog until retention removes them.
 func (s *Store) DeleteTopic(h EntryHeader, name string) error {
-	err := s.command(h, meta.EncodeDeleteTopic(name), func() error {
+	err := s.command(h, (&meta.Command{Type: meta.DeleteTopic, Topic: meta.TopicConfig{Name: name}}).Frame(), func() error {
 		if _, ok := s.meta.Topics[name]; !ok {
 			return fmt.Errorf("%w: %q", ErrNoSuchTopic, name)
 		}
@@ -419,7 +419,7 @@ func (s *Store) DeleteTopic(h EntryHeader, name string) error {
 
 // CommitOffsets stores consumer-group offsets.
 func (s *Store) CommitOffsets(h EntryHeader, commits []OffsetCommit) error {
-	return s.command(h, meta.EncodeCommitOffsets(commits), func() error {
+	return s.command(h, (&meta.Command{Type: meta.CommitOffsets, Commits: commits}).Frame(), func() error {
 		for _, c := range commits {
 			t, ok := s.meta.Topics[c.Topic]
 			switch {

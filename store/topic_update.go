@@ -20,7 +20,7 @@ func (s *Store) UpdateTopic(h EntryHeader, t TopicConfig) error {
 	if t.Perm < 0 || t.Perm > maxPerm {
 		return fmt.Errorf("%w: perm %d (0-%d)", ErrBadCommand, t.Perm, maxPerm)
 	}
-	return s.command(h, meta.EncodeUpdateTopic(t), func() error {
+	return s.command(h, (&meta.Command{Type: meta.UpdateTopic, Topic: t}).Frame(), func() error {
 		cur, ok := s.meta.Topics[t.Name]
 		switch {
 		case !ok:
