@@ -11,8 +11,9 @@
 //	recovery                          the recovery plan and the replay into derived files
 //	consumequeue, index               derived files
 //	commitlog                         the log of message records
-//	mmap, wire, internal/lossyfs      mapped files; the client-server contract; the lossy test file system
-//	vfs, proto, message, meta, internal leaves  imported by anything
+//	mmap, wire, meta, internal/lossyfs  mapped files; the client-server contract;
+//	                                  store metadata and admin commands; the lossy test file system
+//	vfs, proto, message, internal leaves  imported by anything
 //
 // A package may import only packages of a lower layer (never one of its own
 // layer, never one above). Test files are exempt: tests may drive a package
