@@ -255,23 +255,8 @@ func (s *Store) apply(p *recovery.Plan) error {
 	phase := started
 	took := func() time.Duration { d := time.Since(phase); phase = time.Now(); return d }
 	rp := s.replay()
-	m, err := recovery.CutToCheckpoint(p, s.cqs, s.idx)
+	rebuilt, err := s.recoverToCheckpoint(p, rp)
 	if err != nil {
-		return err
-	}
-	s.meta = m
-	// Below the checkpoint: rebuild what a snapshot install or damage left
-	// missing, against the checkpoint's queue table.
-	rebuilt, err := s.rebuildIfMarked(rp, p.ScanFrom)
-	if err != nil {
-		return err
-	}
-	if !rebuilt {
-		if err := rp.Reindex(p); err != nil {
-			return err
-		}
-	}
-	if err := rp.RepairLagging(p.ScanFrom); err != nil {
 		return err
 	}
 	prepare := took()
@@ -317,6 +302,27 @@ func (s *Store) apply(p *recovery.Plan) error {
 		return s.fs.Remove(filepath.Join(s.cfg.Dir, rebuildMarker))
 	}
 	return nil
+}
+
+// recoverToCheckpoint cuts consume queues, index and meta back to the
+// checkpoint, then rebuilds below it what a snapshot install or damage left
+// missing, against the checkpoint's queue table. rebuilt says a snapshot
+// install's rebuild ran.
+func (s *Store) recoverToCheckpoint(p *recovery.Plan, rp *recovery.Replay) (rebuilt bool, err error) {
+	m, err := recovery.CutToCheckpoint(p, s.cqs, s.idx)
+	if err != nil {
+		return false, err
+	}
+	s.meta = m
+	if rebuilt, err = s.rebuildIfMarked(rp, p.ScanFrom); err != nil {
+		return rebuilt, err
+	}
+	if !rebuilt {
+		if err := rp.Reindex(p); err != nil {
+			return false, err
+		}
+	}
+	return rebuilt, rp.RepairLagging(p.ScanFrom)
 }
 
 func mbPerSec(n int64, d time.Duration) float64 {
