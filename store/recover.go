@@ -11,6 +11,8 @@ import (
 // (recovery.Target). Recovery runs inside Open, before any reader.
 type recoveryTarget struct{ s *Store }
 
+var _ recovery.Target = recoveryTarget{}
+
 func (t recoveryTarget) Meta() *meta.Meta                   { return t.s.meta }
 func (t recoveryTarget) DefaultQueues() int32               { return t.s.cfg.DefaultQueues }
 func (t recoveryTarget) ConsumeQueues() *consumequeue.Store { return t.s.cqs }
