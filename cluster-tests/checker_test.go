@@ -12,6 +12,7 @@ import (
 
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/verify"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -297,7 +298,7 @@ func checkGroupOffsets(ctx context.Context, tc *testCluster, w *workload, tl *ta
 	return nil
 }
 
-// verifyStopped stops every node gracefully and runs store.Verify on all
+// verifyStopped stops every node gracefully and runs verify.Stores on all
 // data dirs: each internally consistent, replicas byte-identical up to their
 // common confirmOffset.
 func verifyStopped(tc *testCluster, tl *tally) error {
@@ -307,7 +308,7 @@ func verifyStopped(tc *testCluster, tl *tally) error {
 		tl.problem(&tl.VerifyFailures, "graceful stop: %v", err)
 	}
 	var report bytes.Buffer
-	if err := store.Verify(vfs.OS(), tc.c.Dirs(), &report); err != nil {
+	if err := verify.Stores(vfs.OS(), tc.c.Dirs(), &report); err != nil {
 		tl.problem(&tl.VerifyFailures, "verify: %v\n%s", err, report.String())
 	}
 	return nil

@@ -44,7 +44,7 @@
 // queue offsets have no gaps; per-producer order holds within a queue;
 // committed offsets never go backwards; unknown sends are present at most
 // once and refused sends not at all; what consumers saw is what the queues
-// hold; and after a graceful stop all replicas pass store.Verify
+// hold; and after a graceful stop all replicas pass verify.Stores
 // (byte-identical up to their common confirmOffset).
 //
 // Run the short schedule (CI) with

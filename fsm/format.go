@@ -25,6 +25,8 @@ package fsm
 //	                   group str, topic str, queueId i32, offset i64
 //	CreateTopic (3), UpdateTopic (4): name str, queues i32, perm i32
 //	DeleteTopic (5):   name str
+//	                   (the admin commands 2-5: type numbers and bodies
+//	                   are package meta's, meta/entry.go)
 //	SetMemberMeta (6): serverId str, apiAddr str
 //
 // A decoder rejects a wrong version, an unknown type, a short field, a count
@@ -67,6 +69,8 @@ package fsm
 // (NATS #8425). Restore checks every CRC before the store renames staged
 // segments into place, so a torn or corrupt stream never replaces the store.
 
+import "github.com/raftmq/raftmq/meta"
+
 // CommandVersion is the first byte of every Raft log entry.
 const CommandVersion byte = 1
 
@@ -74,13 +78,12 @@ const CommandVersion byte = 1
 const (
 	MaxCommandBytes  = 64 << 20 // one Raft entry
 	MaxBatchMessages = 1 << 16
-	MaxCommits       = 1 << 16
-	MaxStringBytes   = 1024
+	MaxCommits       = meta.MaxCommits
+	MaxStringBytes   = meta.MaxStringBytes
 
 	// minMessageBytes is the smallest encoded message: empty topic, body and
 	// properties (1 byte each) plus the fixed fields.
 	minMessageBytes = 1 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 1 + 1
-	minCommitBytes  = 1 + 1 + 4 + 8
 )
 
 // Snapshot stream constants.

@@ -34,7 +34,7 @@ func (s *Service) State() State {
 // chains and lose older keys (RocketMQ #3868/#8007). RecoverTo deletes files
 // newer than st.File, zeroes every entry at or above st.IndexCount, points
 // each damaged slot back at its newest durable entry, and restores the
-// header. The store then redispatches keys from the checkpoint.
+// header. Recovery then replays the keys from the checkpoint on.
 func (s *Service) RecoverTo(st State) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/verify"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -116,7 +116,7 @@ func raftStat(n *Node, key string) uint64 {
 	return v
 }
 
-// verifyOffline closes every node and runs store.Verify over all data dirs
+// verifyOffline closes every node and runs verify.Stores over all data dirs
 // (each consistent, replicas byte-identical up to the common confirm).
 func (c *cluster) verifyOffline() {
 	c.t.Helper()
@@ -132,7 +132,7 @@ func (c *cluster) verifyOffline() {
 		dirs = append(dirs, c.cfgs[i].Dir)
 	}
 	var report bytes.Buffer
-	if err := store.Verify(vfs.OS(), dirs, &report); err != nil {
+	if err := verify.Stores(vfs.OS(), dirs, &report); err != nil {
 		c.t.Fatalf("verify: %v\n%s", err, report.String())
 	}
 }

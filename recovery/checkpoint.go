@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/raftmq/raftmq/index"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -62,13 +63,10 @@ var (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// IndexState is the durable state of the newest index file at a checkpoint.
+// IndexState is the durable state of the newest index file at a checkpoint
+// and the commitlog prefix it covers.
 type IndexState struct {
-	File         string
-	IndexCount   int32
-	SlotCount    int32
-	EndPhyOffset int64
-	EndTimestamp int64
+	index.State
 	// ConfirmOffset is the end of the last entry this state covers (an
 	// entry boundary, at most the checkpoint's ConfirmOffset): recovery
 	// re-indexes the entries between it and the checkpoint's.

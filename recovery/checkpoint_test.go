@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"testing"
 
+	"github.com/raftmq/raftmq/index"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -14,8 +15,8 @@ func sampleCheckpoint() Checkpoint {
 	return Checkpoint{
 		StoreTimestamp: 1_700_000_000_123, ConfirmOffset: 70_000, AppliedIndex: 42, AppliedTerm: 3,
 		LastEntryOffset: 65_536, MinOffset: 0, Meta: []byte("meta bytes"),
-		Index: IndexState{File: "20231114221320123", IndexCount: 17, SlotCount: 9, EndPhyOffset: 69_000, EndTimestamp: 1_700_000_000_100,
-			ConfirmOffset: 69_500},
+		Index: IndexState{State: index.State{File: "20231114221320123", IndexCount: 17, SlotCount: 9, EndPhyOffset: 69_000,
+			EndTimestamp: 1_700_000_000_100}, ConfirmOffset: 69_500},
 	}
 }
 

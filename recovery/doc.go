@@ -1,6 +1,10 @@
-// Package recovery decides how a store comes back after it stopped: from
-// the checkpoint, the abort file and the commitlog alone it computes a Plan
-// and changes nothing; package store carries the plan out.
+// Package recovery brings a store back after it stopped: from the
+// checkpoint, the abort file and the commitlog alone it computes a Plan,
+// then rebuilds the derived state (consume queues, index, metadata) from
+// the verified commitlog through Replay. The store owns that state and
+// hands it over as a Target; it opens the files, calls the steps in order
+// (CutToCheckpoint, RebuildAll or Reindex, RepairLagging, Tail), cuts the
+// commitlog at the confirm offset and writes the checkpoint.
 //
 // # Contract
 //
@@ -20,6 +24,14 @@
 //     that final confirm offset. A checkpoint whose own entry does not
 //     verify is an Error naming the file and offset: recovery never guesses
 //     below a checkpoint it cannot confirm.
+//   - Derived state is trusted only up to the checkpoint: CutToCheckpoint
+//     cuts consume queues and index back to it and returns the metadata it
+//     saved. A Replay then applies verified entries only (command frames to
+//     the metadata, message records to consume queues, index and queue
+//     table); puts are idempotent, so replaying what the files already hold
+//     changes nothing. Verification and dispatch run as a two-stage
+//     pipeline on one goroutine each; the scanning goroutine has always
+//     finished when a Replay method returns.
 //
 // The checkpoint layout is documented next to its code (checkpoint.go) and
 // in the repository's FORMAT.md.

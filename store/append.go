@@ -10,6 +10,7 @@ import (
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/consumequeue"
 	"github.com/raftmq/raftmq/message"
+	"github.com/raftmq/raftmq/meta"
 )
 
 // ValidateMessage checks a message against the store's limits before it is
@@ -19,7 +20,7 @@ func (s *Store) ValidateMessage(m *message.Message) error {
 		return err
 	}
 	s.mu.RLock()
-	t, ok := s.meta.topics[m.Topic]
+	t, ok := s.meta.Topics[m.Topic]
 	s.mu.RUnlock()
 	return s.checkQueue(m, t, ok)
 }
@@ -77,11 +78,11 @@ func (s *Store) checkQueue(m *message.Message, t TopicConfig, exists bool) error
 // A topic that exists, or that an earlier message of the entry created,
 // passes. Deterministic: it reads only meta and the entry.
 func (a *appendScratch) admitNewTopic(s *Store, topic string) error {
-	if _, ok := s.meta.topics[topic]; ok || slices.Contains(a.newTopics, topic) {
+	if _, ok := s.meta.Topics[topic]; ok || slices.Contains(a.newTopics, topic) {
 		return nil
 	}
 	if a.totalQueues < 0 {
-		a.totalQueues = s.meta.totalQueues()
+		a.totalQueues = s.meta.TotalQueues()
 	}
 	if a.totalQueues+int(s.cfg.DefaultQueues) > s.cfg.MaxTotalQueues {
 		return fmt.Errorf("%w (%d): auto-creating %q with %d queues", ErrQueueLimit, s.cfg.MaxTotalQueues, topic, s.cfg.DefaultQueues)
@@ -98,15 +99,15 @@ type appendScratch struct {
 	accepted     []message.Message
 	queueOffsets []int64
 	pos          []commitlog.RecordPos
-	next         map[queueKey]int64
-	touched      []queueKey
+	next         map[meta.QueueKey]int64
+	touched      []meta.QueueKey
 	props        []storeProps // per accepted message
 	queues       []queueRef   // consume queues used by this entry
 }
 
 // queueRef caches one consume-queue lookup for the rest of an entry.
 type queueRef struct {
-	k queueKey
+	k meta.QueueKey
 	q *consumequeue.Queue
 }
 
@@ -144,13 +145,13 @@ func readStoreProps(props []byte) storeProps {
 
 // queue returns the consume queue of k, creating it if needed, looking it
 // up in the store once per entry.
-func (a *appendScratch) queue(s *Store, k queueKey) (*consumequeue.Queue, error) {
+func (a *appendScratch) queue(s *Store, k meta.QueueKey) (*consumequeue.Queue, error) {
 	for i := range a.queues {
 		if a.queues[i].k == k {
 			return a.queues[i].q, nil
 		}
 	}
-	q, err := s.cqs.GetOrCreate(k.topic, k.queue)
+	q, err := s.cqs.GetOrCreate(k.Topic, k.Queue)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +173,7 @@ func (a *appendScratch) reset() {
 	clear(a.newTopics)
 	a.newTopics, a.totalQueues = a.newTopics[:0], -1
 	if a.next == nil {
-		a.next = make(map[queueKey]int64)
+		a.next = make(map[meta.QueueKey]int64)
 	}
 	clear(a.next)
 }
@@ -204,7 +205,7 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []message.Message, results []
 		}
 		if res.Err == nil {
 			entrySize += int64(message.MessageSize(m))
-			k := queueKey{m.Topic, m.QueueID}
+			k := meta.QueueKey{Topic: m.Topic, Queue: m.QueueID}
 			off, ok := a.next[k]
 			if !ok {
 				off = s.queueOffset(k)
@@ -245,7 +246,7 @@ func (s *Store) validateForApply(m *message.Message) error {
 	if err := s.checkMessage(m); err != nil {
 		return err
 	}
-	t, ok := s.meta.topics[m.Topic]
+	t, ok := s.meta.Topics[m.Topic]
 	return s.checkQueue(m, t, ok)
 }
 
@@ -266,8 +267,8 @@ func (s *Store) frame(h EntryHeader, kind message.Kind) commitlog.EntryHeader {
 	return commitlog.EntryHeader{Kind: kind, RaftIndex: h.RaftIndex, Term: h.Term, StoreTimestamp: h.StoreTimestamp, StoreHost: h.StoreHost}
 }
 
-func (s *Store) queueOffset(k queueKey) int64 {
-	return s.meta.queues[k]
+func (s *Store) queueOffset(k meta.QueueKey) int64 {
+	return s.meta.Queues[k]
 }
 
 // fillResults fills in the accepted messages' results. The message ids of
@@ -311,11 +312,11 @@ func (s *Store) dispatchAppended(msgs []message.Message, queueOffsets []int64, p
 	s.mu.Lock()
 	for i := range msgs {
 		m := &msgs[i]
-		k := queueKey{m.Topic, m.QueueID}
-		if _, ok := s.meta.topics[m.Topic]; !ok {
-			s.meta.topics[m.Topic] = TopicConfig{Name: m.Topic, Queues: s.cfg.DefaultQueues, Perm: 6}
+		k := meta.QueueKey{Topic: m.Topic, Queue: m.QueueID}
+		if _, ok := s.meta.Topics[m.Topic]; !ok {
+			s.meta.Topics[m.Topic] = TopicConfig{Name: m.Topic, Queues: s.cfg.DefaultQueues, Perm: 6}
 		}
-		s.meta.queues[k] = queueOffsets[i] + 1
+		s.meta.Queues[k] = queueOffsets[i] + 1
 		if !slices.Contains(a.touched, k) {
 			a.touched = append(a.touched, k)
 		}
@@ -339,7 +340,7 @@ func (s *Store) dispatchAppended(msgs []message.Message, queueOffsets []int64, p
 // dispatchOne puts one record into its consume queue and the index, without
 // allocating.
 func (s *Store) dispatchOne(topic string, queueID int32, queueOffset int64, pos commitlog.RecordPos, sp storeProps, storeTs int64) error {
-	q, err := s.scratch.queue(s, queueKey{topic, queueID})
+	q, err := s.scratch.queue(s, meta.QueueKey{Topic: topic, Queue: queueID})
 	if err != nil {
 		return fmt.Errorf("store: consume queue %s/%d: %w", topic, queueID, err)
 	}
@@ -390,11 +391,11 @@ func (s *Store) CreateTopic(h EntryHeader, t TopicConfig) error {
 	if t.Perm == 0 {
 		t.Perm = 6
 	}
-	return s.command(h, encodeCreateTopic(t), func() error {
-		if _, ok := s.meta.topics[t.Name]; ok {
+	return s.command(h, (&meta.Command{Type: meta.CreateTopic, Topic: t}).Frame(), func() error {
+		if _, ok := s.meta.Topics[t.Name]; ok {
 			return fmt.Errorf("%w: %q", ErrTopicExists, t.Name)
 		}
-		if total := s.meta.totalQueues(); total+int(t.Queues) > s.cfg.MaxTotalQueues {
+		if total := s.meta.TotalQueues(); total+int(t.Queues) > s.cfg.MaxTotalQueues {
 			return fmt.Errorf("%w (%d): %d queues exist, %q asks for %d", ErrQueueLimit, s.cfg.MaxTotalQueues, total, t.Name, t.Queues)
 		}
 		return nil
@@ -404,8 +405,8 @@ func (s *Store) CreateTopic(h EntryHeader, t TopicConfig) error {
 // DeleteTopic removes a topic, its consume queues and its consumer offsets.
 // Its messages stay in the commitlog until retention removes them.
 func (s *Store) DeleteTopic(h EntryHeader, name string) error {
-	err := s.command(h, encodeDeleteTopic(name), func() error {
-		if _, ok := s.meta.topics[name]; !ok {
+	err := s.command(h, (&meta.Command{Type: meta.DeleteTopic, Topic: meta.TopicConfig{Name: name}}).Frame(), func() error {
+		if _, ok := s.meta.Topics[name]; !ok {
 			return fmt.Errorf("%w: %q", ErrNoSuchTopic, name)
 		}
 		return nil
@@ -418,9 +419,9 @@ func (s *Store) DeleteTopic(h EntryHeader, name string) error {
 
 // CommitOffsets stores consumer-group offsets.
 func (s *Store) CommitOffsets(h EntryHeader, commits []OffsetCommit) error {
-	return s.command(h, encodeCommitOffsets(commits), func() error {
+	return s.command(h, (&meta.Command{Type: meta.CommitOffsets, Commits: commits}).Frame(), func() error {
 		for _, c := range commits {
-			t, ok := s.meta.topics[c.Topic]
+			t, ok := s.meta.Topics[c.Topic]
 			switch {
 			case c.Group == "" || len(c.Group) > 255:
 				return fmt.Errorf("%w: group %q", ErrBadCommand, c.Group)
@@ -462,7 +463,7 @@ func (s *Store) command(h EntryHeader, payload []byte, check func() error) error
 		return err
 	}
 	s.mu.Lock()
-	err := s.meta.applyCommand(payload)
+	err := s.meta.Apply(payload)
 	s.mu.Unlock()
 	if err != nil {
 		return s.failClosed(fmt.Errorf("apply command of entry %d: %w", h.RaftIndex, err))

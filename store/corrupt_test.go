@@ -12,6 +12,7 @@ import (
 	"github.com/raftmq/raftmq/consumequeue"
 	"github.com/raftmq/raftmq/index"
 	"github.com/raftmq/raftmq/message"
+	"github.com/raftmq/raftmq/meta"
 	"github.com/raftmq/raftmq/mmap"
 	"github.com/raftmq/raftmq/recovery"
 	"github.com/raftmq/raftmq/vfs"
@@ -115,12 +116,12 @@ func (f *damageFixture) verify(s *Store, wantApplied uint64) error {
 	if applied != wantApplied {
 		return fmt.Errorf("applied %d, want %d", applied, wantApplied)
 	}
-	want := map[queueKey]int64{}
+	want := map[meta.QueueKey]int64{}
 	for _, msg := range f.model.msgs {
 		if msg.entry > applied {
 			continue
 		}
-		k := queueKey{msg.topic, msg.queue}
+		k := meta.QueueKey{Topic: msg.topic, Queue: msg.queue}
 		want[k] = max(want[k], msg.offset+1)
 		if err := f.verifyMessage(s, msg); err != nil {
 			return err
@@ -128,8 +129,8 @@ func (f *damageFixture) verify(s *Store, wantApplied uint64) error {
 	}
 	for _, topic := range []string{"alpha", "beta"} {
 		for q := int32(0); q < 4; q++ {
-			if got, _ := s.MaxOffset(topic, q); got != want[queueKey{topic, q}] {
-				return fmt.Errorf("queue %s/%d max offset %d, want %d", topic, q, got, want[queueKey{topic, q}])
+			if got, _ := s.MaxOffset(topic, q); got != want[meta.QueueKey{Topic: topic, Queue: q}] {
+				return fmt.Errorf("queue %s/%d max offset %d, want %d", topic, q, got, want[meta.QueueKey{Topic: topic, Queue: q}])
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/raftmq/raftmq/message"
+	"github.com/raftmq/raftmq/meta"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -174,13 +175,13 @@ func (m *workloadModel) recoveredMsgs(applied uint64) []appliedMsg {
 	if m.inflight == 0 || applied != m.inflight {
 		return out
 	}
-	next := map[queueKey]int64{}
+	next := map[meta.QueueKey]int64{}
 	for _, msg := range out {
-		k := queueKey{msg.topic, msg.queue}
+		k := meta.QueueKey{Topic: msg.topic, Queue: msg.queue}
 		next[k] = max(next[k], msg.offset+1)
 	}
 	for j, msg := range m.inflightMsgs {
-		k := queueKey{msg.Topic, msg.QueueID}
+		k := meta.QueueKey{Topic: msg.Topic, Queue: msg.QueueID}
 		out = append(out, appliedMsg{topic: msg.Topic, queue: msg.QueueID, offset: next[k], phy: -1, body: msg.Body,
 			key: fmt.Sprintf("k%d", int(m.inflight)*10+j), entry: m.inflight})
 		next[k]++
@@ -197,12 +198,12 @@ func checkRecovered(t *testing.T, s *Store, m *workloadModel, label string) {
 	if applied < m.durable || applied > max(m.applied, m.inflight) {
 		t.Fatalf("%s: applied %d, want within [durable %d, applied %d (in flight %d)]", label, applied, m.durable, m.applied, m.inflight)
 	}
-	want := map[queueKey]int64{}
+	want := map[meta.QueueKey]int64{}
 	for _, msg := range m.recoveredMsgs(applied) {
 		if msg.entry > applied {
 			continue
 		}
-		k := queueKey{msg.topic, msg.queue}
+		k := meta.QueueKey{Topic: msg.topic, Queue: msg.queue}
 		want[k] = max(want[k], msg.offset+1)
 		if msg.phy >= 0 && msg.phy < s.log.MinOffset() {
 			continue // removed by retention
@@ -221,13 +222,13 @@ func checkRecovered(t *testing.T, s *Store, m *workloadModel, label string) {
 		}
 	}
 	for k, n := range want {
-		if got, _ := s.MaxOffset(k.topic, k.queue); got != n {
-			t.Fatalf("%s: queue %s/%d max offset %d, want %d", label, k.topic, k.queue, got, n)
+		if got, _ := s.MaxOffset(k.Topic, k.Queue); got != n {
+			t.Fatalf("%s: queue %s/%d max offset %d, want %d", label, k.Topic, k.Queue, got, n)
 		}
 	}
 	for _, topic := range []string{"alpha", "beta"} {
 		for q := int32(0); q < 4; q++ {
-			if _, ok := want[queueKey{topic, q}]; !ok {
+			if _, ok := want[meta.QueueKey{Topic: topic, Queue: q}]; !ok {
 				if got, _ := s.MaxOffset(topic, q); got != 0 {
 					t.Fatalf("%s: queue %s/%d has %d messages, want none", label, topic, q, got)
 				}

@@ -2,7 +2,7 @@
 // commitlog of mmap'd segments, a consume queue per topic and queue, a hash
 // index, a checkpoint and an abort file) driven by Raft entries instead of
 // by producers. It is the engine below the FSM; the layers under it are
-// commitlog, consumequeue, index, recovery, mmap and vfs.
+// recovery, consumequeue, index, commitlog, meta, mmap and vfs.
 //
 // # Contract
 //

@@ -138,14 +138,12 @@ func (s *Store) captureCheckpoint() (recovery.Checkpoint, []segmentRange) {
 	defer s.writeMu.Unlock()
 	s.mu.RLock()
 	a := s.applied
-	metaBytes := s.meta.encode()
+	metaBytes := s.meta.Encode()
 	s.mu.RUnlock()
-	st := s.idx.State()
 	c := recovery.Checkpoint{
 		StoreTimestamp: a.StoreTimestamp, ConfirmOffset: a.End, AppliedIndex: a.RaftIndex, AppliedTerm: a.Term,
 		LastEntryOffset: a.Offset, MinOffset: s.log.MinOffset(), Meta: metaBytes,
-		Index: recovery.IndexState{File: st.File, IndexCount: st.IndexCount, SlotCount: st.SlotCount, EndPhyOffset: st.EndPhyOffset,
-			EndTimestamp: st.EndTimestamp, ConfirmOffset: a.End},
+		Index: recovery.IndexState{State: s.idx.State(), ConfirmOffset: a.End},
 	}
 	if c.MinOffset > c.ConfirmOffset {
 		c.MinOffset = c.ConfirmOffset

@@ -1,5 +1,7 @@
 package store
 
+import "github.com/raftmq/raftmq/meta"
+
 import "sort"
 
 // GroupQueue is a consumer group's progress in one queue: what it committed
@@ -29,20 +31,20 @@ const NoCommit = -1
 // of this store: messages and commits applied meanwhile may be missing.
 func (s *Store) GroupProgress(group, topic string) []GroupQueue {
 	s.mu.RLock()
-	committed := map[offsetKey]int64{}
+	committed := map[meta.OffsetKey]int64{}
 	pairs := map[[2]string]int32{} // (group, topic) -> queue count
-	for k, off := range s.meta.offsets {
-		if group != "" && k.group != group || topic != "" && k.topic != topic {
+	for k, off := range s.meta.Offsets {
+		if group != "" && k.Group != group || topic != "" && k.Topic != topic {
 			continue
 		}
-		t, ok := s.meta.topics[k.topic]
+		t, ok := s.meta.Topics[k.Topic]
 		if !ok {
 			continue
 		}
 		committed[k] = off
-		pairs[[2]string{k.group, k.topic}] = t.Queues
+		pairs[[2]string{k.Group, k.Topic}] = t.Queues
 	}
-	if t, ok := s.meta.topics[topic]; ok && group != "" {
+	if t, ok := s.meta.Topics[topic]; ok && group != "" {
 		pairs[[2]string{group, topic}] = t.Queues
 	}
 	s.mu.RUnlock()
@@ -61,7 +63,7 @@ func (s *Store) GroupProgress(group, topic string) []GroupQueue {
 	for _, k := range keys {
 		for q := int32(0); q < pairs[k]; q++ {
 			g := GroupQueue{Group: k[0], Topic: k[1], QueueID: q, Committed: NoCommit}
-			if off, ok := committed[offsetKey{k[0], queueKey{k[1], q}}]; ok {
+			if off, ok := committed[meta.OffsetKey{Group: k[0], QueueKey: meta.QueueKey{Topic: k[1], Queue: q}}]; ok {
 				g.Committed = off
 			}
 			if cq, err := s.queue(k[1], q); err == nil && cq != nil {

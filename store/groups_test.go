@@ -41,8 +41,8 @@ func TestGroupProgressAndBackwardCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	commit(OffsetCommit{"g1", "A", 0, 4}, OffsetCommit{"g2", "B", 0, 9})
-	commit(OffsetCommit{"g1", "A", 0, 2}) // backwards: a reset
+	commit(OffsetCommit{Group: "g1", Topic: "A", QueueID: 0, Offset: 4}, OffsetCommit{Group: "g2", Topic: "B", QueueID: 0, Offset: 9})
+	commit(OffsetCommit{Group: "g1", Topic: "A", QueueID: 0, Offset: 2}) // backwards: a reset
 
 	want := []GroupQueue{
 		{Group: "g1", Topic: "A", QueueID: 0, Committed: 2, Min: 0, Max: 5, Lag: 3},

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/raftmq/raftmq/message"
+	"github.com/raftmq/raftmq/verify"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -424,7 +425,7 @@ func TestStoreAgainstModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := Verify(r.fsys, []string{"/m"}, &out); err != nil {
+	if err := verify.Stores(r.fsys, []string{"/m"}, &out); err != nil {
 		t.Fatalf("verify after the run: %v\n%s", err, out.String())
 	}
 	r.s = mustOpen(t, r.fsys, r.cfg)

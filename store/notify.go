@@ -1,20 +1,22 @@
 package store
 
+import "github.com/raftmq/raftmq/meta"
+
 import "sync"
 
 // notifier wakes readers waiting for a queue to grow. Each queue has a
 // channel that is closed (and replaced) when the queue grows.
 type notifier struct {
 	mu     sync.Mutex
-	chans  map[queueKey]chan struct{}
+	chans  map[meta.QueueKey]chan struct{}
 	closed bool
 }
 
-func newNotifier() *notifier { return &notifier{chans: map[queueKey]chan struct{}{}} }
+func newNotifier() *notifier { return &notifier{chans: map[meta.QueueKey]chan struct{}{}} }
 
 // channel returns the channel closed on the next growth of k. Take it before
 // checking the queue, so a growth between check and wait is not missed.
-func (n *notifier) channel(k queueKey) <-chan struct{} {
+func (n *notifier) channel(k meta.QueueKey) <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
@@ -30,7 +32,7 @@ func (n *notifier) channel(k queueKey) <-chan struct{} {
 	return c
 }
 
-func (n *notifier) wake(k queueKey) {
+func (n *notifier) wake(k meta.QueueKey) {
 	n.mu.Lock()
 	if c, ok := n.chans[k]; ok {
 		close(c)

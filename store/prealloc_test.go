@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/message"
+	"github.com/raftmq/raftmq/verify"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -105,7 +106,7 @@ func TestPreallocateSegments(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := Verify(vfs.OS(), []string{dir, crash}, io.Discard); err != nil {
+			if err := verify.Stores(vfs.OS(), []string{dir, crash}, io.Discard); err != nil {
 				t.Fatalf("verify: %v", err)
 			}
 		})

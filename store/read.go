@@ -11,6 +11,7 @@ import (
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/consumequeue"
 	"github.com/raftmq/raftmq/message"
+	"github.com/raftmq/raftmq/meta"
 )
 
 // Read limits, as RocketMQ's getMessage.
@@ -81,7 +82,7 @@ func (s *Store) getMessages(topic string, queueID int32, offset int64, maxNum, m
 // queueForRead finds the consume queue; ok=false means res is the answer.
 func (s *Store) queueForRead(topic string, queueID int32) (*consumequeue.Queue, GetResult, bool) {
 	s.mu.RLock()
-	t, exists := s.meta.topics[topic]
+	t, exists := s.meta.Topics[topic]
 	s.mu.RUnlock()
 	if !exists || queueID < 0 || queueID >= t.Queues {
 		return nil, GetResult{Status: NoMatchedLogicQueue}, false
@@ -258,7 +259,7 @@ func (f tagFilter) matchTagBytes(tags []byte) bool {
 // WaitMessage blocks until the queue's max offset exceeds offset, the store
 // closes, or ctx ends.
 func (s *Store) WaitMessage(ctx context.Context, topic string, queueID int32, offset int64) error {
-	k := queueKey{topic, queueID}
+	k := meta.QueueKey{Topic: topic, Queue: queueID}
 	for {
 		ch := s.notify.channel(k)
 		if s.closed.Load() {
@@ -295,7 +296,7 @@ func (s *Store) MaxOffset(topic string, queueID int32) (int64, error) {
 
 func (s *Store) queue(topic string, queueID int32) (*consumequeue.Queue, error) {
 	s.mu.RLock()
-	t, ok := s.meta.topics[topic]
+	t, ok := s.meta.Topics[topic]
 	s.mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrNoSuchTopic, topic)
@@ -398,8 +399,8 @@ func (s *Store) queryIndex(topic, key string, max int, begin, end int64, match f
 // Topics lists topic configurations sorted by name.
 func (s *Store) Topics() []TopicConfig {
 	s.mu.RLock()
-	out := make([]TopicConfig, 0, len(s.meta.topics))
-	for _, t := range s.meta.topics {
+	out := make([]TopicConfig, 0, len(s.meta.Topics))
+	for _, t := range s.meta.Topics {
 		out = append(out, t)
 	}
 	s.mu.RUnlock()
@@ -411,7 +412,7 @@ func (s *Store) Topics() []TopicConfig {
 func (s *Store) Topic(name string) (TopicConfig, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	t, ok := s.meta.topics[name]
+	t, ok := s.meta.Topics[name]
 	return t, ok
 }
 
@@ -419,6 +420,6 @@ func (s *Store) Topic(name string) (TopicConfig, bool) {
 func (s *Store) ConsumerOffset(group, topic string, queueID int32) (int64, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	off, ok := s.meta.offsets[offsetKey{group, queueKey{topic, queueID}}]
+	off, ok := s.meta.Offsets[meta.OffsetKey{Group: group, QueueKey: meta.QueueKey{Topic: topic, Queue: queueID}}]
 	return off, ok
 }

@@ -7,16 +7,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/raftmq/raftmq/index"
 	"github.com/raftmq/raftmq/mmap"
 	"github.com/raftmq/raftmq/recovery"
 	"github.com/raftmq/raftmq/vfs"
 )
 
-// rebuildMarker, present in the store directory, says consume queues and
-// index must be rebuilt from the whole commitlog on open (a snapshot was just
-// installed). It is removed after the first checkpoint that covers them.
-const rebuildMarker = "rebuild"
+// rebuildMarker: consume queues and index are rebuilt on open.
+const rebuildMarker = recovery.RebuildMarker
 
 // CaptureSnapshot returns the state as of the last applied entry; it costs
 // O(metadata) and runs on the FSM goroutine between applies.
@@ -29,7 +26,7 @@ func (s *Store) CaptureSnapshot() Snapshot {
 	return Snapshot{
 		AppliedIndex: a.RaftIndex, AppliedTerm: a.Term, ConfirmOffset: a.End,
 		MinOffset: min(s.log.MinOffset(), a.End), LastEntryOffset: a.Offset, StoreTimestamp: a.StoreTimestamp,
-		Meta: s.meta.encode(),
+		Meta: s.meta.Encode(),
 	}
 }
 
@@ -173,20 +170,9 @@ func swapDirs(fsys vfs.FS, dir, staging string) error {
 
 // rebuildIfMarked rebuilds consume queues and index from the commitlog
 // start when a snapshot install left the marker.
-func (s *Store) rebuildIfMarked(scanFrom int64) (bool, error) {
+func (s *Store) rebuildIfMarked(rp *recovery.Replay, scanFrom int64) (bool, error) {
 	if _, err := s.fs.Stat(filepath.Join(s.cfg.Dir, rebuildMarker)); err != nil {
 		return false, nil
 	}
-	s.logger.Info("rebuilding consume queues and index after a snapshot install", "from", s.log.MinOffset(), "to", scanFrom)
-	// A rebuild cut short (kill -9) left units that were never synced;
-	// Open took them for flushed, and the redispatch skips them.
-	for _, q := range s.cqs.Queues() {
-		q.Unflush()
-	}
-	// Its index files too, and without an abort file (the install wrote
-	// none) Open trusted them: start the index over.
-	if err := s.idx.RecoverTo(index.State{}); err != nil {
-		return true, fmt.Errorf("store: reset the index for the rebuild: %w", err)
-	}
-	return true, s.redispatch(s.log.MinOffset(), scanFrom, replayScope{dispatchOnly: true})
+	return true, rp.RebuildAll(scanFrom)
 }

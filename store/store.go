@@ -13,22 +13,23 @@ import (
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/consumequeue"
 	"github.com/raftmq/raftmq/index"
+	"github.com/raftmq/raftmq/meta"
 	"github.com/raftmq/raftmq/mmap"
 	"github.com/raftmq/raftmq/recovery"
 	"github.com/raftmq/raftmq/vfs"
 )
 
-// Directory names inside Config.Dir.
 // segmentRange is a commitlog segment captured for a flush.
 type segmentRange struct {
 	file  mmap.File
 	start int64
 }
 
+// Directory names inside Config.Dir.
 const (
-	commitLogDir    = "commitlog"
-	consumeQueueDir = "consumequeue"
-	indexDir        = "index"
+	commitLogDir    = recovery.CommitLogDir
+	consumeQueueDir = recovery.ConsumeQueueDir
+	indexDir        = recovery.IndexDir
 )
 
 // entryMark is the last applied entry: the store reflects every Raft entry up
@@ -62,7 +63,7 @@ type Store struct {
 
 	// mu guards meta and applied for readers.
 	mu      sync.RWMutex
-	meta    *meta
+	meta    *meta.Meta
 	applied entryMark
 
 	notify  *notifier
@@ -253,26 +254,16 @@ func (s *Store) apply(p *recovery.Plan) error {
 	started, begin := time.Now(), p.Duration // Begin ran before apply
 	phase := started
 	took := func() time.Duration { d := time.Since(phase); phase = time.Now(); return d }
-	if err := s.cutDerivedToCheckpoint(p); err != nil {
-		return err
-	}
-	// Below the checkpoint: rebuild what a snapshot install or damage left
-	// missing, against the checkpoint's queue table.
-	rebuilt, err := s.rebuildIfMarked(p.ScanFrom)
+	rp := s.replay()
+	rebuilt, err := s.recoverToCheckpoint(p, rp)
 	if err != nil {
-		return err
-	}
-	if !rebuilt {
-		if err := s.reindexToCheckpoint(p); err != nil {
-			return err
-		}
-	}
-	if err := s.repairLaggingQueues(p.ScanFrom); err != nil {
 		return err
 	}
 	prepare := took()
 	// Above it: verify the tail and replay it into meta, queues and index.
-	if err := s.replayTail(p); err != nil {
+	err = rp.Tail(p)
+	s.recoveryReplayed = rp.Replayed
+	if err != nil {
 		return err
 	}
 	replay := took()
@@ -313,73 +304,25 @@ func (s *Store) apply(p *recovery.Plan) error {
 	return nil
 }
 
-// cutDerivedToCheckpoint trusts consume queues, index and meta only up to
-// the checkpoint (p.ScanFrom): what lies above it may be torn or stale and
-// is rebuilt from the verified commitlog tail.
-func (s *Store) cutDerivedToCheckpoint(p *recovery.Plan) error {
-	for _, q := range s.cqs.Queues() {
-		if err := q.TruncateAtPhy(p.ScanFrom); err != nil {
-			return fmt.Errorf("store: truncate consume queue %s/%d: %w", q.Topic(), q.QueueID(), err)
-		}
-	}
-	if err := s.recoverIndex(p); err != nil {
-		return err
-	}
-	m, err := decodeMeta(p.Checkpoint.Meta)
+// recoverToCheckpoint cuts consume queues, index and meta back to the
+// checkpoint, then rebuilds below it what a snapshot install or damage left
+// missing, against the checkpoint's queue table. rebuilt says a snapshot
+// install's rebuild ran.
+func (s *Store) recoverToCheckpoint(p *recovery.Plan, rp *recovery.Replay) (rebuilt bool, err error) {
+	m, err := recovery.CutToCheckpoint(p, s.cqs, s.idx)
 	if err != nil {
-		return &recovery.Error{File: recovery.CheckpointName, Reason: "meta: " + err.Error(), Err: recovery.ErrCheckpointCorrupt}
+		return false, err
 	}
 	s.meta = m
-	return s.truncateQueuesToMeta()
-}
-
-// truncateQueuesToMeta cuts every consume queue to the unit count the
-// checkpoint's queue table records: a damaged unit above the checkpoint can
-// hold a plausible but wrong PhyOffset that TruncateAtPhy would keep.
-func (s *Store) truncateQueuesToMeta() error {
-	for _, q := range s.cqs.Queues() {
-		next := s.meta.queues[queueKey{q.Topic(), q.QueueID()}]
-		if err := q.TruncateAtOffset(next); err != nil {
-			return fmt.Errorf("store: truncate consume queue %s/%d: %w", q.Topic(), q.QueueID(), err)
+	if rebuilt, err = s.rebuildIfMarked(rp, p.ScanFrom); err != nil {
+		return rebuilt, err
+	}
+	if !rebuilt {
+		if err := rp.Reindex(p); err != nil {
+			return false, err
 		}
 	}
-	return nil
-}
-
-// recoverIndex cuts the index back to what the checkpoint proves durable
-// (abnormal exit: the newest file may hold slots pointing at lost entries),
-// or to confirmOffset after a clean exit.
-func (s *Store) recoverIndex(p *recovery.Plan) error {
-	if p.Mode == recovery.Abnormal || !p.HasCheckpoint {
-		var st index.State
-		if p.HasCheckpoint {
-			st = indexState(p.Checkpoint.Index)
-		}
-		if err := s.idx.RecoverTo(st); err != nil {
-			return fmt.Errorf("store: recover index: %w", err)
-		}
-	}
-	return s.idx.TruncateAbove(p.ScanFrom)
-}
-
-// reindexToCheckpoint re-indexes the entries between the checkpoint's
-// index state and its confirm offset: the periodic flush msyncs the index
-// only every IndexFlushInterval, so after a crash the durable index may
-// cover less than the commitlog (re-indexing is idempotent).
-func (s *Store) reindexToCheckpoint(p *recovery.Plan) error {
-	if !p.HasCheckpoint {
-		return nil
-	}
-	from := max(p.Checkpoint.Index.ConfirmOffset, s.log.MinOffset())
-	if from >= p.ScanFrom {
-		return nil
-	}
-	s.logger.Info("re-indexing below the checkpoint", "from", from, "to", p.ScanFrom)
-	return s.redispatch(from, p.ScanFrom, replayScope{dispatchOnly: true, indexOnly: true})
-}
-
-func indexState(c recovery.IndexState) index.State {
-	return index.State{File: c.File, IndexCount: c.IndexCount, SlotCount: c.SlotCount, EndPhyOffset: c.EndPhyOffset, EndTimestamp: c.EndTimestamp}
+	return rebuilt, rp.RepairLagging(p.ScanFrom)
 }
 
 func mbPerSec(n int64, d time.Duration) float64 {
@@ -461,8 +404,8 @@ func (s *Store) RecoveryPlan() recovery.Plan { return s.plan }
 func (s *Store) Stats() Stats {
 	s.mu.RLock()
 	applied := s.applied
-	topics := len(s.meta.topics)
-	queues := len(s.meta.queues)
+	topics := len(s.meta.Topics)
+	queues := len(s.meta.Queues)
 	s.mu.RUnlock()
 	return Stats{
 		MinOffset: s.log.MinOffset(), MaxOffset: applied.End, ConfirmOffset: applied.End,

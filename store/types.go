@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/raftmq/raftmq/meta"
 	"time"
 
 	"github.com/raftmq/raftmq/message"
@@ -86,19 +87,10 @@ func (m *Message) Property(key string) (string, bool) {
 }
 
 // TopicConfig is a topic's replicated configuration.
-type TopicConfig struct {
-	Name   string
-	Queues int32
-	Perm   int32
-}
+type TopicConfig = meta.TopicConfig
 
 // OffsetCommit is one consumer-group offset to store.
-type OffsetCommit struct {
-	Group   string
-	Topic   string
-	QueueID int32
-	Offset  int64
-}
+type OffsetCommit = meta.OffsetCommit
 
 // Stats is a point-in-time view for metrics.
 type Stats struct {

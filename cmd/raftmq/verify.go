@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/verify"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -24,22 +24,22 @@ several dirs, that the replicas are byte-identical up to their common
 confirm offset. Exit status 1 when a check failed.`,
 		Annotations: map[string]string{offline: "true"},
 		Args:        positional(1, -1, "verify DIR [DIR...]"),
-		RunE:        e.action(func(e *env, _ *cobra.Command, args []string) error { return verify(e, args) }),
+		RunE:        e.action(func(e *env, _ *cobra.Command, args []string) error { return verifyDirs(e, args) }),
 	}
 }
 
-// verify runs the offline store verification (internal consistency of each
+// verifyDirs runs the offline store verification (internal consistency of each
 // data dir, and replicas byte-identical up to their common confirmOffset).
-func verify(e *env, dirs []string) error {
+func verifyDirs(e *env, dirs []string) error {
 	if !e.json {
-		err := store.Verify(vfs.OS(), dirs, e.stdout)
+		err := verify.Stores(vfs.OS(), dirs, e.stdout)
 		if err == nil {
 			fmt.Fprintf(e.stdout, "verified %d store(s): OK\n", len(dirs))
 		}
 		return err
 	}
 	var report bytes.Buffer
-	err := store.Verify(vfs.OS(), dirs, &report)
+	err := verify.Stores(vfs.OS(), dirs, &report)
 	out := parseVerifyReport(report.String())
 	out.OK, out.Dirs = err == nil, dirs
 	if err != nil {
@@ -78,7 +78,7 @@ var (
 	verifyIssueRE   = regexp.MustCompile(`^(.+): (error|warning): (.*)$`)
 )
 
-// parseVerifyReport turns store.Verify's report (one line per finding,
+// parseVerifyReport turns verify.Stores's report (one line per finding,
 // one summary line per store, "compare: ..." lines) into verifyJSON.
 func parseVerifyReport(report string) verifyJSON {
 	out := verifyJSON{Stores: []verifyStore{}, byDir: map[string]int{}}

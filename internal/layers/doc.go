@@ -7,10 +7,12 @@
 //	transport                         gRPC API server, leader forwarding
 //	node/snapstore                    Raft snapshot store
 //	fsm                               Raft FSM over the store
-//	store                             the message store facade
-//	consumequeue, index, recovery     derived files and their recovery
+//	store, verify                     the message store facade; the offline check
+//	recovery                          the recovery plan and the replay into derived files
+//	consumequeue, index               derived files
 //	commitlog                         the log of message records
-//	mmap, wire, internal/lossyfs      mapped files; the client-server contract; the lossy test file system
+//	mmap, wire, meta, internal/lossyfs  mapped files; the client-server contract;
+//	                                  store metadata and admin commands; the lossy test file system
 //	vfs, proto, message, remoting, internal leaves  imported by anything
 //
 // A package may import only packages of a lower layer (never one of its own

@@ -18,18 +18,19 @@ const module = "github.com/raftmq/raftmq/"
 // import only packages of a lower layer. A new package must be placed here.
 var layer = map[string]int{
 	"vfs": 0, "proto/raftmq/v1": 0, "message": 0, "internal/buildinfo": 0, "internal/testseed": 0,
-	"internal/testenv": 0, "internal/layers": 0, "remoting": 0,
-	"mmap": 1, "wire": 1, "internal/lossyfs": 1, "transport/transporttest/badinput": 1,
+	"internal/testenv": 0, "internal/layers": 0, "internal/entrycodec": 0, "remoting": 0,
+	"mmap": 1, "wire": 1, "meta": 1, "internal/lossyfs": 1, "transport/transporttest/badinput": 1,
 	"commitlog":    2,
-	"consumequeue": 3, "index": 3, "recovery": 3,
-	"store":          4,
-	"fsm":            5,
-	"node/snapstore": 6,
-	"transport":      7,
-	"node":           8, "client": 8, "transport/transporttest": 8,
-	"internal/nodeproc": 9, "bench/ceiling": 9,
-	"bench": 10, "cmd/node": 10, "cmd/raftmq": 10, "cmd/lossyfs": 10,
-	"cluster-tests": 11, "e2e": 11,
+	"consumequeue": 3, "index": 3,
+	"recovery": 4,
+	"store":    5, "verify": 5,
+	"fsm":            6,
+	"node/snapstore": 7,
+	"transport":      8,
+	"node":           9, "client": 9, "transport/transporttest": 9,
+	"internal/nodeproc": 10, "bench/ceiling": 10,
+	"bench": 11, "cmd/node": 11, "cmd/raftmq": 11, "cmd/lossyfs": 11,
+	"cluster-tests": 12, "e2e": 12,
 }
 
 // TestImportsPointDown checks every package's non-test imports against the

@@ -15,6 +15,7 @@ import (
 	"github.com/raftmq/raftmq/internal/testseed"
 	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/verify"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -159,7 +160,7 @@ func TestPersistLinksAndRestores(t *testing.T) {
 	}
 	must(t, follower.Store().Close())
 	var report bytes.Buffer
-	if err := store.Verify(vfs.OS(), []string{filepath.Join(root, "b", "store")}, &report); err != nil {
+	if err := verify.Stores(vfs.OS(), []string{filepath.Join(root, "b", "store")}, &report); err != nil {
 		t.Fatalf("verify restored store: %v\n%s", err, report.String())
 	}
 }

@@ -1,31 +1,77 @@
-package store
+package verify
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/raftmq/raftmq/internal/testseed"
 	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/mmap"
+	"github.com/raftmq/raftmq/recovery"
+	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/vfs"
 )
+
+// smallConfig makes segment, consume-queue and index files roll within a
+// few hundred messages (a 64 KiB commitlog segment).
+func smallConfig(dir string) store.Config {
+	c := store.DefaultConfig(dir)
+	c.CommitLogFileSize = 64 << 10
+	c.ConsumeQueueFileSize = 20 * 64
+	c.IndexMaxHashSlots = 16
+	c.IndexMaxIndexes = 128
+	c.MaxMessageSize = 8 << 10
+	c.FlushInterval = time.Hour // Close flushes
+	c.FlushBytes = math.MaxInt64
+	c.CleanInterval = time.Hour
+	c.UseAllocator = false
+	c.PreTouch = false
+	return c
+}
+
+func header(index uint64) store.EntryHeader {
+	return store.EntryHeader{RaftIndex: index, Term: 1, StoreTimestamp: 1_700_000_000_000 + int64(index)*10,
+		StoreHost: message.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 7001}}
+}
+
+// testMessage builds a message whose body names it, with a key and a tag.
+func testMessage(topic string, queue int32, n int, rng *rand.Rand) message.Message {
+	body := fmt.Appendf(nil, "msg-%d-", n)
+	extra := make([]byte, rng.Intn(600))
+	rng.Read(extra)
+	props, err := message.EncodeProperties(
+		message.Property{Key: message.PropertyKeys, Value: fmt.Sprintf("k%d common", n)},
+		message.Property{Key: message.PropertyUniqKey, Value: fmt.Sprintf("U%08d", n)},
+		message.Property{Key: message.PropertyTags, Value: []string{"red", "blue"}[n%2]},
+	)
+	if err != nil {
+		panic(err)
+	}
+	return message.Message{Topic: topic, QueueID: queue, BornTimestamp: int64(n), Body: append(body, extra...), Properties: props}
+}
 
 // verifyFill applies entries [1, n] to a store in dir (a data dir: the
 // store lives in dir/store): one message per entry, a command every 17th,
 // so segments, consume queues and index files roll. It returns the results.
-func verifyFill(t *testing.T, fsys *vfs.MemFS, dir string, n int, seed int64) []PutResult {
+func verifyFill(t *testing.T, fsys *vfs.MemFS, dir string, n int, seed int64) []store.PutResult {
 	t.Helper()
 	rng := rand.New(rand.NewSource(seed))
-	s := mustOpen(t, fsys, smallConfig(filepath.Join(dir, "store")))
-	var out []PutResult
+	s, err := store.Open(fsys, smallConfig(filepath.Join(dir, "store")))
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	var out []store.PutResult
 	for i := 1; i <= n; i++ {
 		if i%17 == 0 {
-			c := []OffsetCommit{{Group: "g", Topic: "demo", QueueID: 0, Offset: int64(i)}}
+			c := []store.OffsetCommit{{Group: "g", Topic: "demo", QueueID: 0, Offset: int64(i)}}
 			if err := s.CommitOffsets(header(uint64(i)), c); err != nil {
 				t.Fatalf("commit %d: %v", i, err)
 			}
@@ -90,14 +136,14 @@ func sameChecksums(t *testing.T, before, after map[string][32]byte) {
 }
 
 func TestVerifyIdenticalReplicas(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	fsys := vfs.NewMem()
 	verifyFill(t, fsys, "/a", 400, seed)
 	verifyFill(t, fsys, "/b", 400, seed)
 	before := fsChecksums(t, fsys, "/")
 	var out bytes.Buffer
 	// A data dir and a store dir are both accepted.
-	if err := Verify(fsys, []string{"/a", "/b/store"}, &out); err != nil {
+	if err := Stores(fsys, []string{"/a", "/b/store"}, &out); err != nil {
 		t.Fatalf("verify: %v\n%s", err, out.String())
 	}
 	t.Log(out.String())
@@ -111,7 +157,7 @@ func TestVerifyIdenticalReplicas(t *testing.T) {
 }
 
 func TestVerifyBitFlipBelowCheckpoint(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	fsys := vfs.NewMem()
 	verifyFill(t, fsys, "/a", 300, seed)
 	res := verifyFill(t, fsys, "/b", 300, seed)
@@ -119,44 +165,44 @@ func TestVerifyBitFlipBelowCheckpoint(t *testing.T) {
 	victim := res[len(res)/2]
 	seg := victim.PhysicalOffset - victim.PhysicalOffset%(64<<10)
 	flipAt := victim.PhysicalOffset + message.OffBody + 2
-	name := filepath.Join("/b/store", commitLogDir, mmap.FileName(seg))
+	name := filepath.Join("/b/store", recovery.CommitLogDir, mmap.FileName(seg))
 	if err := fsys.FlipBit(name, flipAt-seg, 3); err != nil {
 		t.Fatal(err)
 	}
 	before := fsChecksums(t, fsys, "/")
 	var out bytes.Buffer
-	err := Verify(fsys, []string{"/a", "/b"}, &out)
+	err := Stores(fsys, []string{"/a", "/b"}, &out)
 	t.Log(out.String())
-	if !errors.Is(err, ErrVerifyFailed) {
+	if !errors.Is(err, ErrFailed) {
 		t.Fatalf("verify of a flipped replica: %v", err)
 	}
 	sameChecksums(t, before, fsChecksums(t, fsys, "/"))
 	entryStart := victim.PhysicalOffset - message.FrameSize // one message per entry
 	for _, want := range []string{
 		fmt.Sprintf("damaged below the checkpoint (confirmOffset %d) at offset %d", res[len(res)-1].PhysicalOffset+int64(res[len(res)-1].Size), entryStart),
-		fmt.Sprintf("differ at offset %d (%s", flipAt, filepath.Join("/a/store", commitLogDir, mmap.FileName(seg))),
+		fmt.Sprintf("differ at offset %d (%s", flipAt, filepath.Join("/a/store", recovery.CommitLogDir, mmap.FileName(seg))),
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
 	// Alone, the flipped replica still fails; the intact one passes.
-	if err := Verify(fsys, []string{"/b"}, &bytes.Buffer{}); !errors.Is(err, ErrVerifyFailed) {
+	if err := Stores(fsys, []string{"/b"}, &bytes.Buffer{}); !errors.Is(err, ErrFailed) {
 		t.Errorf("verify /b alone: %v", err)
 	}
-	if err := Verify(fsys, []string{"/a"}, &bytes.Buffer{}); err != nil {
+	if err := Stores(fsys, []string{"/a"}, &bytes.Buffer{}); err != nil {
 		t.Errorf("verify /a alone: %v", err)
 	}
 }
 
 func TestVerifyPrefixReplica(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	fsys := vfs.NewMem()
 	full := verifyFill(t, fsys, "/a", 400, seed)
 	verifyFill(t, fsys, "/b", 150, seed)
 	before := fsChecksums(t, fsys, "/")
 	var out bytes.Buffer
-	if err := Verify(fsys, []string{"/a", "/b"}, &out); err != nil {
+	if err := Stores(fsys, []string{"/a", "/b"}, &out); err != nil {
 		t.Fatalf("verify: %v\n%s", err, out.String())
 	}
 	t.Log(out.String())
@@ -166,14 +212,14 @@ func TestVerifyPrefixReplica(t *testing.T) {
 	}
 	// A diverging replica (same prefix, then other bytes) is caught.
 	verifyFill(t, fsys, "/c", 400, seed+1)
-	if err := Verify(fsys, []string{"/a", "/c"}, &out); !errors.Is(err, ErrVerifyFailed) {
+	if err := Stores(fsys, []string{"/a", "/c"}, &out); !errors.Is(err, ErrFailed) {
 		t.Fatalf("diverging replicas: %v", err)
 	}
 }
 
 func TestVerifyMissingDir(t *testing.T) {
 	var out bytes.Buffer
-	if err := Verify(vfs.NewMem(), []string{"/nothing"}, &out); !errors.Is(err, ErrVerifyFailed) {
+	if err := Stores(vfs.NewMem(), []string{"/nothing"}, &out); !errors.Is(err, ErrFailed) {
 		t.Fatalf("verify of a missing dir: %v", err)
 	}
 }

@@ -1,10 +1,11 @@
-package store
+package recovery
 
 import (
 	"bytes"
 	"math/rand"
 	"testing"
 
+	"github.com/raftmq/raftmq/internal/testseed"
 	"github.com/raftmq/raftmq/message"
 )
 
@@ -12,7 +13,7 @@ import (
 // replay finds what message.GetProperty finds, on random property blocks
 // with repeated names, empty values, stray separators and missing ones.
 func TestRecordKeysMatchesGetProperty(t *testing.T) {
-	rng := rand.New(rand.NewSource(testSeed(t)))
+	rng := rand.New(rand.NewSource(testseed.Seed(t)))
 	parts := [][]byte{[]byte("KEYS"), []byte("TAGS"), []byte("UNIQ_KEY"), []byte("K"), []byte("a b"), {}, {0x01}, {0x02}, []byte("x\x01y")}
 	for i := 0; i < 20000; i++ {
 		var props []byte

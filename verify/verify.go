@@ -1,11 +1,11 @@
-package store
+package verify
 
 import (
 	"errors"
 	"fmt"
+	"github.com/raftmq/raftmq/meta"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,27 +18,15 @@ import (
 	"github.com/raftmq/raftmq/vfs"
 )
 
-// ErrVerifyFailed is returned (wrapped) by Verify when any check fails.
-var ErrVerifyFailed = errors.New("store: verify failed")
+// ErrFailed is returned (wrapped) by Stores when any check fails.
+var ErrFailed = errors.New("verify: a check failed")
 
-// errReadOnly is what Verify's file system answers to any mutation.
-var errReadOnly = errors.New("store: verify: file system is read-only")
+// errReadOnly is what Stores' file system answers to any mutation.
+var errReadOnly = errors.New("verify: file system is read-only")
 
-// Verify checks the stores in dirs offline and writes a report to w. Each
-// dir is a node data dir holding store/, or a store dir itself. Nothing is
-// modified: the commitlog is opened through a file system that refuses every
-// mutation, and each consume queue is checked on a private in-memory copy
-// (opening a consume queue runs its recovery, which may zero a tail).
-//
-// Per dir it verifies every commitlog entry from the oldest segment on
-// (damage at or above the checkpoint is a warning — recovery cuts it and Raft
-// replays it — below it an error), that the checkpoint's entry is intact,
-// that every consume-queue unit points at a message record with its topic,
-// queue, queue offset, size and tagsCode, and that queue offsets in the
-// commitlog are contiguous. Across dirs it compares the commitlog bytes of
-// the common range [max(min offsets), min(confirm offsets)). The error wraps
-// ErrVerifyFailed when a check failed.
-func Verify(fsys vfs.FS, dirs []string, w io.Writer) error {
+// Stores checks the stores in dirs offline (see the package doc) and writes
+// a report to w. The error wraps ErrFailed when a check failed.
+func Stores(fsys vfs.FS, dirs []string, w io.Writer) error {
 	var reps []*verifyReport
 	defer func() {
 		for _, r := range reps {
@@ -58,7 +46,7 @@ func Verify(fsys vfs.FS, dirs []string, w io.Writer) error {
 		failed++
 	}
 	if failed > 0 {
-		return fmt.Errorf("%w: %d of %d stores (or their comparison) have errors", ErrVerifyFailed, failed, len(dirs))
+		return fmt.Errorf("%w: %d of %d stores (or their comparison) have errors", ErrFailed, failed, len(dirs))
 	}
 	return nil
 }
@@ -79,8 +67,8 @@ type verifyReport struct {
 	entries   int
 	messages  int
 	queues    int
-	records   []int64            // start of every verified message record
-	queueNext map[queueKey]int64 // next queue offset per queue, from the commitlog
+	records   []int64                 // start of every verified message record
+	queueNext map[meta.QueueKey]int64 // next queue offset per queue, from the commitlog
 }
 
 func (r *verifyReport) errorf(format string, args ...any) {
@@ -130,15 +118,15 @@ func (r *verifyReport) summary() {
 // resolveStoreDir accepts a data dir (with store/) or a store dir.
 func resolveStoreDir(fsys vfs.FS, dir string) (string, error) {
 	for _, d := range []string{filepath.Join(dir, "store"), dir} {
-		if fi, err := fsys.Stat(filepath.Join(d, commitLogDir)); err == nil && fi.IsDir() {
+		if fi, err := fsys.Stat(filepath.Join(d, recovery.CommitLogDir)); err == nil && fi.IsDir() {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("no %s directory in %s or %s", commitLogDir, dir, filepath.Join(dir, "store"))
+	return "", fmt.Errorf("no %s directory in %s or %s", recovery.CommitLogDir, dir, filepath.Join(dir, "store"))
 }
 
 func verifyDir(fsys vfs.FS, dir string, w io.Writer) *verifyReport {
-	r := &verifyReport{w: w, dir: dir, queueNext: map[queueKey]int64{}}
+	r := &verifyReport{w: w, dir: dir, queueNext: map[meta.QueueKey]int64{}}
 	sd, err := resolveStoreDir(fsys, dir)
 	if err != nil {
 		r.errorf("%v", err)
@@ -161,7 +149,7 @@ func (r *verifyReport) notes(fsys vfs.FS) {
 	if ok, _ := recovery.AbortExists(fsys, r.dir); ok {
 		r.warnf("abort file present: the last run did not shut down cleanly (open runs abnormal recovery)")
 	}
-	if _, err := fsys.Stat(filepath.Join(r.dir, rebuildMarker)); err == nil {
+	if _, err := fsys.Stat(filepath.Join(r.dir, recovery.RebuildMarker)); err == nil {
 		r.warnf("rebuild marker present: consume queues and index will be rebuilt on open")
 	}
 }
@@ -169,7 +157,7 @@ func (r *verifyReport) notes(fsys vfs.FS) {
 // openLog opens the commitlog through the read-only file system, with the
 // segment size taken from the first segment.
 func (r *verifyReport) openLog(fsys vfs.FS, ro readOnlyFS) bool {
-	cdir := filepath.Join(r.dir, commitLogDir)
+	cdir := filepath.Join(r.dir, recovery.CommitLogDir)
 	names, err := fsys.List(cdir)
 	if err != nil {
 		r.errorf("list %s: %v", cdir, err)
@@ -221,7 +209,7 @@ func (r *verifyReport) readCheckpoint(ro readOnlyFS) {
 		return
 	}
 	r.ckpt = &c
-	if _, err := decodeMeta(c.Meta); err != nil {
+	if _, err := meta.Decode(c.Meta); err != nil {
 		r.errorf("checkpoint meta: %v (open refuses)", err)
 	}
 }
@@ -267,16 +255,14 @@ func (r *verifyReport) entry(e *commitlog.Entry) {
 	r.end, r.lastIndex, r.lastTerm = e.End, e.Header.RaftIndex, e.Header.Term
 	switch e.Header.Kind {
 	case message.KindCommand:
-		if len(e.Command) > 0 && e.Command[0] == cmdDeleteTopic {
-			d := decoder{b: e.Command[1:]}
-			topic := d.str()
+		if topic, ok := meta.DeletedTopic(e.Command); ok {
 			for k := range r.queueNext {
-				if k.topic == topic {
+				if k.Topic == topic {
 					delete(r.queueNext, k)
 				}
 			}
 		}
-		if err := newMeta().applyCommand(e.Command); err != nil {
+		if err := meta.New().Apply(e.Command); err != nil {
 			r.errorf("command at %d (index %d): %v", e.Start, e.Header.RaftIndex, err)
 		}
 	case message.KindMessages:
@@ -290,9 +276,9 @@ func (r *verifyReport) entry(e *commitlog.Entry) {
 func (r *verifyReport) record(off int64, rec *message.Record) {
 	r.messages++
 	r.records = append(r.records, off)
-	k := queueKey{string(rec.Topic), rec.QueueID}
+	k := meta.QueueKey{Topic: string(rec.Topic), Queue: rec.QueueID}
 	if next, ok := r.queueNext[k]; ok && rec.QueueOffset != next {
-		r.errorf("record at %d: %s/%d queue offset %d, expected %d (not contiguous)", off, k.topic, k.queue, rec.QueueOffset, next)
+		r.errorf("record at %d: %s/%d queue offset %d, expected %d (not contiguous)", off, k.Topic, k.Queue, rec.QueueOffset, next)
 	}
 	r.queueNext[k] = rec.QueueOffset + 1
 }
@@ -322,7 +308,7 @@ func (r *verifyReport) checkCheckpointEntry() {
 // checkConsumeQueues opens each queue on an in-memory copy and checks its
 // units against the commitlog records.
 func (r *verifyReport) checkConsumeQueues(fsys vfs.FS) {
-	root := filepath.Join(r.dir, consumeQueueDir)
+	root := filepath.Join(r.dir, recovery.ConsumeQueueDir)
 	topics, err := fsys.List(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
@@ -393,7 +379,7 @@ func (r *verifyReport) checkQueue(q *consumequeue.Queue) {
 	if above > 0 {
 		r.warnf("%s: %d units point at or above the verified end %d (recovery cuts them)", name, above, r.end)
 	}
-	k := queueKey{q.Topic(), q.QueueID()}
+	k := meta.QueueKey{Topic: q.Topic(), Queue: q.QueueID()}
 	if next, ok := r.queueNext[k]; ok && q.MaxOffset() < next {
 		r.warnf("%s: holds %d units, the commitlog %d (open rebuilds the lagging queue)", name, q.MaxOffset(), next)
 	}
@@ -415,65 +401,6 @@ func (r *verifyReport) checkUnit(name string, q *consumequeue.Queue, off int64, 
 		rec.Size != u.Size || message.TagsCodeBytes(tags) != u.TagsCode {
 		r.errorf("%s: unit %d {%d %d %d} does not match the record at %d (%s/%d offset %d size %d)",
 			name, off, u.PhyOffset, u.Size, u.TagsCode, u.PhyOffset, rec.Topic, rec.QueueID, rec.QueueOffset, rec.Size)
-	}
-}
-
-// copyTree copies the regular files directly in dir from src to dst (same
-// paths) and returns the size of the first file.
-func copyTree(src, dst vfs.FS, dir string) (int64, error) {
-	names, err := src.List(dir)
-	if err != nil {
-		return 0, err
-	}
-	if err := dst.MkdirAll(dir, 0o755); err != nil {
-		return 0, err
-	}
-	var first int64
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		fi, err := src.Stat(p)
-		if err != nil {
-			return 0, err
-		}
-		if fi.IsDir() {
-			continue
-		}
-		if err := copyFile(src, dst, p); err != nil {
-			return 0, err
-		}
-		if _, err := mmap.ParseFileName(n); err == nil && first == 0 {
-			first = fi.Size()
-		}
-	}
-	return first, nil
-}
-
-func copyFile(src, dst vfs.FS, name string) error {
-	in, err := src.Open(name)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := dst.Create(name)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	buf := make([]byte, 1<<20)
-	for off := int64(0); ; {
-		n, err := in.ReadAt(buf, off)
-		if n > 0 {
-			if _, werr := out.WriteAt(buf[:n], off); werr != nil {
-				return werr
-			}
-			off += int64(n)
-		}
-		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
 	}
 }
 
@@ -539,56 +466,3 @@ func segmentPath(l *commitlog.Log, off int64) string {
 	}
 	return "no segment"
 }
-
-// readOnlyFS refuses every mutation. Existing directories satisfy MkdirAll;
-// List hides leftovers of interrupted segment creates (which
-// mmap.OpenQueue would delete). Files it opens refuse writes, so the heap
-// twin cannot write back; a real mapping could (it writes through the
-// mapping, not the file) but Verify never writes into one.
-type readOnlyFS struct{ fs vfs.FS }
-
-func (r readOnlyFS) Create(string) (vfs.File, error) { return nil, errReadOnly }
-func (r readOnlyFS) Remove(string) error             { return errReadOnly }
-func (r readOnlyFS) RemoveAll(string) error          { return errReadOnly }
-func (r readOnlyFS) Rename(string, string) error     { return errReadOnly }
-func (r readOnlyFS) Link(string, string) error       { return errReadOnly }
-func (r readOnlyFS) SyncDir(string) error            { return nil }
-func (r readOnlyFS) Stat(name string) (os.FileInfo, error) {
-	return r.fs.Stat(name)
-}
-
-func (r readOnlyFS) Space(path string) (vfs.Space, error) { return r.fs.Space(path) }
-
-func (r readOnlyFS) Open(name string) (vfs.File, error) {
-	f, err := r.fs.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	return readOnlyFile{f}, nil
-}
-
-func (r readOnlyFS) MkdirAll(dir string, _ os.FileMode) error {
-	if fi, err := r.fs.Stat(dir); err == nil && fi.IsDir() {
-		return nil
-	}
-	return fmt.Errorf("%w: mkdir %s", errReadOnly, dir)
-}
-
-func (r readOnlyFS) List(dir string) ([]string, error) {
-	names, err := r.fs.List(dir)
-	out := names[:0:0]
-	for _, n := range names {
-		if !isTmpSegment(n) {
-			out = append(out, n)
-		}
-	}
-	return out, err
-}
-
-// readOnlyFile refuses writes; Sync has nothing to do.
-type readOnlyFile struct{ vfs.File }
-
-func (f readOnlyFile) WriteAt([]byte, int64) (int, error) { return 0, errReadOnly }
-func (f readOnlyFile) Truncate(int64) error               { return errReadOnly }
-func (f readOnlyFile) Preallocate(int64, int64) error     { return errReadOnly }
-func (f readOnlyFile) Sync() error                        { return nil }
