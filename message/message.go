@@ -133,6 +133,29 @@ func GetProperty(props []byte, key string) ([]byte, bool) {
 	return nil, false
 }
 
+// IndexedProperties returns, in one pass over encoded props, the values of
+// the three properties the store indexes: TAGS (the consume-queue tags
+// code), KEYS and UNIQ_KEY (the hash index). The rules are GetProperty's
+// (the first occurrence wins); an absent property is nil. The live append
+// and recovery's replay both read them here, so they index alike.
+func IndexedProperties(props []byte) (tags, keys, uniq []byte) {
+	var haveTags, haveKeys, haveUniq bool
+	for k, v := range Properties(props) {
+		switch {
+		case !haveTags && string(k) == PropertyTags:
+			tags, haveTags = v, true
+		case !haveKeys && string(k) == PropertyKeys:
+			keys, haveKeys = v, true
+		case !haveUniq && string(k) == PropertyUniqKey:
+			uniq, haveUniq = v, true
+		}
+		if haveTags && haveKeys && haveUniq {
+			break
+		}
+	}
+	return tags, keys, uniq
+}
+
 // TagsCode is RocketMQ's tagsCode for a TAGS value: Java's String.hashCode
 // (over UTF-16 code units) as an int64 of the int32. Empty tags give 0.
 func TagsCode(tag string) int64 {

@@ -147,7 +147,7 @@ func (b *replayBatch) prepareRecords(e *commitlog.Entry) error {
 		if err != nil {
 			return fmt.Errorf("recovery: replay record at %d: %w", off, err)
 		}
-		tags, keys, uniq := recordKeys(rec.props)
+		tags, keys, uniq := message.IndexedProperties(rec.props)
 		from := len(b.hashes)
 		b.hashes = index.MessageKeyHashes(b.hashes, rec.topic, keys, uniq)
 		b.recs = append(b.recs, preparedRecord{

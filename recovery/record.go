@@ -49,36 +49,3 @@ func recordView(b []byte) (replayRecord, error) {
 func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
 
-// recordKeys finds TAGS, KEYS and UNIQ_KEY in one pass over the properties
-// (name 0x01 value 0x02, repeated); like message.GetProperty, the first
-// occurrence of a name wins and a pair without 0x01 is skipped. Properties
-// are short, so a byte loop beats a call to bytes.IndexByte per separator.
-func recordKeys(props []byte) (tags, keys, uniq []byte) {
-	var haveTags, haveKeys, haveUniq bool
-	for len(props) > 0 && !(haveTags && haveKeys && haveUniq) {
-		i := 0
-		for i < len(props) && props[i] != 0x01 && props[i] != 0x02 {
-			i++
-		}
-		if i == len(props) || props[i] == 0x02 { // no name/value separator
-			props = props[min(i+1, len(props)):]
-			continue
-		}
-		name := props[:i]
-		j := i + 1
-		for j < len(props) && props[j] != 0x02 {
-			j++
-		}
-		value := props[i+1 : j]
-		props = props[min(j+1, len(props)):]
-		switch {
-		case !haveKeys && string(name) == message.PropertyKeys:
-			keys, haveKeys = value, true
-		case !haveUniq && string(name) == message.PropertyUniqKey:
-			uniq, haveUniq = value, true
-		case !haveTags && string(name) == message.PropertyTags:
-			tags, haveTags = value, true
-		}
-	}
-	return tags, keys, uniq
-}

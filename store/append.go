@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -114,33 +113,10 @@ type queueRef struct {
 // storeProps are the property values the store reads, aliasing the message.
 type storeProps struct{ tags, keys, uniq []byte }
 
-// readStoreProps finds TAGS, KEYS and UNIQ_KEY in one pass over encoded
-// properties, with message.GetProperty's rules (first occurrence wins, a
-// pair without 0x01 is skipped, the last pair may lack its 0x02).
+// readStoreProps reads TAGS, KEYS and UNIQ_KEY (message.IndexedProperties).
 func readStoreProps(props []byte) storeProps {
-	var sp storeProps
-	var haveTags, haveKeys, haveUniq bool
-	for len(props) > 0 {
-		var pair []byte
-		if i := bytes.IndexByte(props, 0x02); i >= 0 {
-			pair, props = props[:i], props[i+1:]
-		} else {
-			pair, props = props, nil
-		}
-		j := bytes.IndexByte(pair, 0x01)
-		if j < 0 {
-			continue
-		}
-		switch key, val := string(pair[:j]), pair[j+1:]; {
-		case !haveTags && key == message.PropertyTags:
-			sp.tags, haveTags = val, true
-		case !haveKeys && key == message.PropertyKeys:
-			sp.keys, haveKeys = val, true
-		case !haveUniq && key == message.PropertyUniqKey:
-			sp.uniq, haveUniq = val, true
-		}
-	}
-	return sp
+	tags, keys, uniq := message.IndexedProperties(props)
+	return storeProps{tags: tags, keys: keys, uniq: uniq}
 }
 
 // queue returns the consume queue of k, creating it if needed, looking it
