@@ -48,4 +48,3 @@ func recordView(b []byte) (replayRecord, error) {
 
 func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
-
