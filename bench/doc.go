@@ -5,6 +5,10 @@
 //	go run ./bench -quick               # smoke run (small counts), writes to -out
 //	go run ./bench -baseline 84a99e6    # also: the headline produce rows against
 //	                                    # raftmq built at that revision, A/B
+//	go run ./bench -rows '^$' -steps restarts -out DIR
+//	                                    # only the kill -9 restart matrix: a single
+//	                                    # node and a follower after 1, 4 and 16 GiB
+//	                                    # of 1 KiB and of 1 MiB messages (≈ 25 min)
 //
 // The rows run on the node's default Raft log store (raft-wal); -boltdb
 // (on by default in a full run) repeats the storage-bound rows on
