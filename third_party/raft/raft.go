@@ -1446,6 +1446,20 @@ func (r *Raft) processHeartbeat(rpc RPC) {
 	// Ensure we are only handling a heartbeat
 	switch cmd := rpc.Command.(type) {
 	case *AppendEntriesRequest:
+		// raftmq fork: this runs on the transport's goroutine, beside the
+		// main loop. A heartbeat that would change the term or the state
+		// (a newer leader's, or any reaching a leader or a candidate) is
+		// refused here, not applied: stepping down off the main thread let
+		// a leader's dispatchLogs read the new term and write its own entry
+		// under it, at an index where the new leader has another entry of
+		// that same term (upstream issue 695). The new leader's first
+		// replicating AppendEntries, which goes through the main loop,
+		// makes the change there.
+		if cmd.Term != r.getCurrentTerm() || r.getState() != Follower {
+			rpc.Respond(&AppendEntriesResponse{RPCHeader: r.getRPCHeader(), Term: r.getCurrentTerm(),
+				LastLog: r.getLastIndex(), Success: false, NoRetryBackoff: true}, nil)
+			return
+		}
 		r.appendEntries(rpc, cmd)
 	default:
 		r.logger.Error("expected heartbeat, got", "command", hclog.Fmt("%#v", rpc.Command))
