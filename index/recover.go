@@ -35,7 +35,7 @@ func (s *Service) State() State {
 // newer than st.File, zeroes every entry at or above st.IndexCount, points
 // each damaged slot back at its newest durable entry, and restores the
 // header. Recovery then replays the keys from the checkpoint on.
-func (s *Service) RecoverTo(st State) error {
+func (s *Service) RecoverTo(st State) (err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -50,6 +50,11 @@ func (s *Service) RecoverTo(st State) error {
 	if f == nil || st.File == "" {
 		return nil
 	}
+	defer func() {
+		if err == nil {
+			err = s.firstHeaderErr() // a file the checkpoint covers in full must be intact
+		}
+	}()
 	if f.name != st.File {
 		return fmt.Errorf("%w: checkpointed index file %s is missing (newest is %s)", ErrCorrupt, st.File, f.name)
 	}

@@ -65,15 +65,26 @@ func (s *Service) load() error {
 		s.files = append(s.files, f)
 		f.headerErr = f.checkHeader()
 	}
-	for i, f := range s.files {
-		if f.headerErr == nil {
-			continue
+	for _, f := range s.files {
+		if f.headerErr != nil {
+			// A crash may tear the header of any file the checkpoint does
+			// not cover: the newest, and the one before it when the crash
+			// came after a roll but before the next flush. RecoverTo
+			// removes or rebuilds those; a damaged file it keeps, or any
+			// after a clean exit, fails it or TruncateAbove (firstHeaderErr).
+			s.cfg.Logger.Warn("index file has an inconsistent header; recovery rebuilds it if the checkpoint does not cover it",
+				"path", f.path, "error", f.headerErr)
 		}
-		if i < len(s.files)-1 {
-			return f.headerErr // below the newest file: written in full long ago
+	}
+	return nil
+}
+
+// firstHeaderErr is the header error of the oldest file that has one.
+func (s *Service) firstHeaderErr() error {
+	for _, f := range s.files {
+		if f.headerErr != nil {
+			return f.headerErr
 		}
-		s.cfg.Logger.Warn("newest index file has an inconsistent header; recovery rebuilds it from the checkpoint",
-			"path", f.path, "error", f.headerErr)
 	}
 	return nil
 }
@@ -277,8 +288,8 @@ func (s *Service) TruncateAbove(phy int64) error {
 	if s.closed {
 		return ErrClosed
 	}
-	if f := s.newest(); f != nil && f.headerErr != nil {
-		return f.headerErr // not repaired by RecoverTo: the exit was clean, so this is damage
+	if err := s.firstHeaderErr(); err != nil {
+		return err // not repaired by RecoverTo: the exit was clean, or the file is below the checkpoint's: damage
 	}
 	for f := s.newest(); f != nil; f = s.newest() {
 		if f.hasEntries() && f.hdr.BeginPhyOffset < phy {
