@@ -329,6 +329,7 @@ func crashOnce(t *testing.T, seed int64, cfg Config, k int, opts vfs.CrashOption
 	// Raft replays what the store lacks: the same entries again.
 	applied, _ := s2.Applied()
 	replay := newModel()
+	replay.applied = applied // what recovery kept; the replay applies the rest (none if it kept all)
 	replay.msgs = resolvePhysical(t, s2, model.recoveredMsgs(applied), label)
 	for _, c := range model.commits {
 		if c <= applied {
