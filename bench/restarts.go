@@ -129,6 +129,9 @@ func (r *runner) killAfterWriting(ctx context.Context, cl *nodeproc.Cluster, c r
 	if err := r.fillTo(ctx, cl, li, size, c.msgSize); err != nil {
 		return 0, 0, 0, err
 	}
+	if li, err = cl.Leader(ctx); err != nil { // a fill round may have seen a leader change
+		return 0, 0, 0, err
+	}
 	st, err := cl.Nodes[li].Status(ctx)
 	if err != nil {
 		return 0, 0, 0, err
@@ -157,6 +160,7 @@ func (r *runner) killAfterWriting(ctx context.Context, cl *nodeproc.Cluster, c r
 // leader's commitlog holds size bytes, in bounded rounds.
 func (r *runner) fillTo(ctx context.Context, cl *nodeproc.Cluster, li int, size int64, msgSize int) error {
 	batch := max(1, (1<<20)/msgSize)
+	var lastErr error
 	for round := 0; round < 20; round++ {
 		st, err := cl.Nodes[li].Status(ctx)
 		if err != nil {
@@ -170,9 +174,15 @@ func (r *runner) fillTo(ctx context.Context, cl *nodeproc.Cluster, li int, size 
 		r.logf("filling %d MiB more with %s messages", missing>>20, sizeName(msgSize))
 		args := []string{"--json", "bench", "produce", "-t", restartTopic, "-n", strconv.FormatInt(n, 10),
 			"-s", strconv.Itoa(msgSize), "-c", "8", "--batch", strconv.Itoa(batch), "--inflight", "2"}
+		// A failed send (a leader change on a loaded machine) only costs a
+		// round: the loop reads the commitlog size again.
 		if out, err := cl.CLI(ctx, args...); err != nil {
-			return fmt.Errorf("raftmq %v: %w: %s", args, err, out)
+			lastErr = fmt.Errorf("raftmq %v: %w: %s", args, err, out)
+			r.logf("fill round %d: %v", round, lastErr)
+			if li, err = cl.Leader(ctx); err != nil {
+				return err
+			}
 		}
 	}
-	return fmt.Errorf("commitlog did not reach %d bytes", size)
+	return fmt.Errorf("commitlog did not reach %d bytes (last error: %v)", size, lastErr)
 }
