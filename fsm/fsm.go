@@ -355,12 +355,20 @@ func (s *fsmSnapshot) persist(w io.Writer) error {
 	if err := s.st.FlushTo(s.snap.ConfirmOffset); err != nil {
 		return fmt.Errorf("fsm: snapshot flush: %w", err)
 	}
-	files := s.st.SegmentFiles(s.snap.ConfirmOffset)
+	// A restore on the FSM goroutine may have closed the captured store
+	// since Snapshot: SegmentFiles then fails instead of listing nothing.
+	files, err := s.st.SegmentFiles(s.snap.ConfirmOffset)
+	if err != nil {
+		return fmt.Errorf("fsm: snapshot segments: %w", err)
+	}
 	h := SnapshotHeader{Store: s.snap, Members: s.members, Segments: SegmentRefs(files, s.snap.ConfirmOffset)}
 	if len(h.Segments) > 0 && h.Segments[0].Start > h.Store.MinOffset {
 		// Retention deleted the oldest segment after the capture: the
 		// snapshot starts where its first segment does.
 		h.Store.MinOffset = h.Segments[0].Start
+	}
+	if err := validateHeader(h); err != nil {
+		return fmt.Errorf("fsm: snapshot of the store's segments: %w", err)
 	}
 	if l, ok := w.(SegmentLinker); ok {
 		return l.LinkSegments(h, files) // O(metadata): the sink keeps references

@@ -248,3 +248,64 @@ func TestRestoreRejectsCorruptStream(t *testing.T) {
 		t.Fatalf("store changed after a failed restore: %d -> %d", before, idx)
 	}
 }
+
+// Raft runs FSMSnapshot.Persist on its snapshot goroutine while the FSM
+// goroutine may restore a snapshot a leader sent: the captured store is then
+// closed. Persist must fail rather than store a header that claims the
+// confirm offset with none of the segments (chaos seed 1796331971389724010:
+// the leader later sent that snapshot and the follower could never restore).
+func TestPersistAfterRestoreFails(t *testing.T) {
+	other := newTestFSM(t)
+	other.ApplyBatch(script(t))
+	osnap, _ := other.Snapshot()
+	var stream memSink
+	if err := osnap.Persist(&stream); err != nil {
+		t.Fatal(err)
+	}
+
+	f := newTestFSM(t)
+	log := script(t)
+	for i := uint64(0); i < 40; i++ {
+		log = append(log, entry(t, 9+i, batch(2000+int64(i), "T", 50)))
+	}
+	f.ApplyBatch(log)
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Restore(io.NopCloser(bytes.NewReader(stream.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	var sink memSink
+	err = snap.Persist(&sink)
+	if err == nil {
+		h, herr := ReadSnapshotHeader(bytes.NewReader(sink.Bytes()))
+		t.Fatalf("persist of a closed store's capture succeeded: header %d segments, confirm %d (read: %v)",
+			len(h.Segments), h.Store.ConfirmOffset, herr)
+	}
+	if !sink.cancelled || sink.closed {
+		t.Fatalf("sink cancelled %v closed %v after a failed persist", sink.cancelled, sink.closed)
+	}
+}
+
+func TestHeaderMustCoverConfirmOffset(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		snap store.Snapshot
+		segs []SegmentRef
+	}{
+		{"no segments", store.Snapshot{ConfirmOffset: 100}, nil},
+		{"starts after min", store.Snapshot{ConfirmOffset: 100}, []SegmentRef{{Start: 10, Length: 90}}},
+		{"gap", store.Snapshot{ConfirmOffset: 100}, []SegmentRef{{Start: 0, Length: 40}, {Start: 50, Length: 50}}},
+		{"short", store.Snapshot{ConfirmOffset: 100}, []SegmentRef{{Start: 0, Length: 99}}},
+	} {
+		b := EncodeSnapshotHeader(SnapshotHeader{Store: tc.snap, Segments: tc.segs})
+		if _, err := ReadSnapshotHeader(bytes.NewReader(b)); !errors.Is(err, ErrBadSnapshot) {
+			t.Errorf("%s: read %v, want ErrBadSnapshot", tc.name, err)
+		}
+	}
+	ok := EncodeSnapshotHeader(SnapshotHeader{Store: store.Snapshot{ConfirmOffset: 100, MinOffset: 100}})
+	if _, err := ReadSnapshotHeader(bytes.NewReader(ok)); err != nil {
+		t.Errorf("empty store: %v", err)
+	}
+}

@@ -213,14 +213,24 @@ func readChunked(hr *headerReader, n int) []byte {
 	return out
 }
 
+// validateHeader checks that the segments are in order and hold exactly
+// [MinOffset, ConfirmOffset), which store.InstallSnapshot needs: a header
+// that claims an offset without the bytes for it is refused before the
+// receiver's store is touched.
 func validateHeader(h SnapshotHeader) error {
-	prevEnd := int64(-1)
-	for _, s := range h.Segments {
-		if s.Length <= 0 || s.Start < 0 || s.Start < prevEnd || s.Start+s.Length > h.Store.ConfirmOffset {
+	end := h.Store.MinOffset
+	for i, s := range h.Segments {
+		if s.Length <= 0 || s.Start < 0 || (i > 0 && s.Start != end) || s.Start+s.Length > h.Store.ConfirmOffset {
 			return fmt.Errorf("%w: segment [%d,+%d) out of order or past confirm offset %d",
 				ErrBadSnapshot, s.Start, s.Length, h.Store.ConfirmOffset)
 		}
-		prevEnd = s.Start + s.Length
+		end = s.Start + s.Length
+	}
+	if len(h.Segments) > 0 && h.Segments[0].Start != h.Store.MinOffset {
+		return fmt.Errorf("%w: first segment at %d, min offset %d", ErrBadSnapshot, h.Segments[0].Start, h.Store.MinOffset)
+	}
+	if end != h.Store.ConfirmOffset {
+		return fmt.Errorf("%w: segments end at %d, confirm offset %d", ErrBadSnapshot, end, h.Store.ConfirmOffset)
 	}
 	return nil
 }

@@ -212,7 +212,11 @@ func commitlogBytes(t *testing.T, n *Node, upTo int64) []byte {
 		t.Fatalf("node %s: confirm offset %d below %d", n.cfg.ID, confirm, upTo)
 	}
 	var out []byte
-	for _, f := range st.SegmentFiles(upTo) {
+	files, err := st.SegmentFiles(upTo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
 		b, err := os.ReadFile(f.Path)
 		if err != nil {
 			t.Fatal(err)

@@ -178,8 +178,8 @@ func TestFollowerCatchesUpThroughSnapshot(t *testing.T) {
 	t.Logf("follower: snapshots %+v, fsm %+v, raft last_snapshot_index %d (leader snapshot %d)",
 		f.snaps.Stats(), f.FSMStats(), raftStat(f, "last_snapshot_index"), snapIndex)
 
-	if segs := len(c.leader().Store().SegmentFiles(snapshotConfirm(t, c.leader()))); segs < 2 {
-		t.Fatalf("only %d segment(s): the snapshot streamed too little to test", segs)
+	if files, err := c.leader().Store().SegmentFiles(snapshotConfirm(t, c.leader())); err != nil || len(files) < 2 {
+		t.Fatalf("only %d segment(s) (%v): the snapshot streamed too little to test", len(files), err)
 	}
 
 	c.send("after", 10) // keeps serving writes

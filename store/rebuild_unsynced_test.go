@@ -35,7 +35,10 @@ func TestRebuildSyncsUnitsAnEarlierProcessLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := src.CaptureSnapshot()
-	segs := src.SegmentFiles(snap.ConfirmOffset)
+	segs, err := src.SegmentFiles(snap.ConfirmOffset)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dst := smallConfig(filepath.Join(t.TempDir(), "dst"))
 	next := func() (int64, io.Reader, bool, error) {
 		if len(segs) == 0 {

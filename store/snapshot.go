@@ -30,17 +30,22 @@ func (s *Store) CaptureSnapshot() Snapshot {
 	}
 }
 
-// SegmentFiles lists the segments holding [MinOffset, upTo).
-func (s *Store) SegmentFiles(upTo int64) []SegmentFile {
+// SegmentFiles lists the segments holding [MinOffset, upTo). It fails with
+// ErrClosed once Close has begun: a snapshot captured before a restore
+// closed this store must not be persisted from the (emptied) segment list.
+func (s *Store) SegmentFiles(upTo int64) ([]SegmentFile, error) {
 	s.segMu.RLock()
 	defer s.segMu.RUnlock()
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
 	var out []SegmentFile
 	for _, seg := range s.log.Segments() {
 		if seg.Start < upTo {
 			out = append(out, SegmentFile{Path: seg.File.Name(), Start: seg.Start, Size: seg.File.Size()})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // InstallSnapshot replaces the store in cfg.Dir by the snapshot: next yields

@@ -45,7 +45,10 @@ func childStoreInstall(dir string) error {
 		return err
 	}
 	snap := src.CaptureSnapshot()
-	segs := src.SegmentFiles(snap.ConfirmOffset)
+	segs, err := src.SegmentFiles(snap.ConfirmOffset)
+	if err != nil {
+		return fmt.Errorf("segment files: %w", err)
+	}
 	var open *os.File
 	next := func() (int64, io.Reader, bool, error) {
 		if open != nil {

@@ -99,7 +99,11 @@ func confirmedBytes(t *testing.T, st *store.Store) []byte {
 	t.Helper()
 	confirm := st.ConfirmOffset()
 	var out []byte
-	for _, f := range st.SegmentFiles(confirm) {
+	files, err := st.SegmentFiles(confirm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
 		b, err := os.ReadFile(f.Path)
 		if err != nil {
 			t.Fatal(err)
