@@ -26,7 +26,9 @@ func TestQuickRun(t *testing.T) {
 	}
 	o := defaultOptions(true)
 	o.Out, o.Log, o.Args = t.TempDir(), testLog{t}, []string{"-quick"}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// Building the binaries alone took 107 s in a CI run that compiled
+	// other packages beside it.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	if _, err := run(ctx, o); err != nil {
 		t.Fatal(err)
@@ -135,5 +137,43 @@ func TestJudges(t *testing.T) {
 		if rows[1].Result != tc.want {
 			t.Errorf("async at %.0f vs batched 1000: %s, want %s (%s)", tc.async, rows[1].Result, tc.want, rows[1].Note)
 		}
+	}
+}
+
+// TestBlockedStacks summarizes a goroutine dump: blocked raftmq and Raft
+// goroutines grouped by stack, running ones and foreign ones left out.
+func TestBlockedStacks(t *testing.T) {
+	dump := `goroutine 1 [running]:
+runtime/pprof.writeGoroutineStacks(0xc000)
+	/x/pprof.go:1 +0x1
+
+goroutine 7 [chan receive, 3 minutes]:
+github.com/raftmq/raftmq/node.(*batcher).send(0xc000)
+	/x/node/batcher.go:130 +0x1
+google.golang.org/grpc.(*Server).handleStream(0xc000)
+	/x/server.go:1 +0x1
+
+goroutine 8 [chan receive, 3 minutes]:
+github.com/raftmq/raftmq/node.(*batcher).send(0xc001)
+	/x/node/batcher.go:130 +0x1
+google.golang.org/grpc.(*Server).handleStream(0xc002)
+	/x/server.go:1 +0x1
+
+goroutine 9 [select]:
+net/http.(*persistConn).readLoop(0xc000)
+	/x/transport.go:1 +0x1
+
+goroutine 10 [select]:
+github.com/hashicorp/raft.(*Raft).runFSM(0xc000)
+	/x/fsm.go:1 +0x1
+`
+	got := blockedStacks(dump, 10)
+	want := "  2× [chan receive, 3 minutes] github.com/raftmq/raftmq/node.(*batcher).send < google.golang.org/grpc.(*Server).handleStream\n" +
+		"  1× [select] github.com/hashicorp/raft.(*Raft).runFSM\n"
+	if got != want {
+		t.Fatalf("blockedStacks:\n%s\nwant:\n%s", got, want)
+	}
+	if got := blockedStacks(dump, 1); !strings.HasSuffix(got, "  ... 1 more\n") {
+		t.Fatalf("max 1: %q", got)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -20,6 +21,11 @@ const (
 	targetRestartFlatness = 1.5
 	// restartTopic is the topic the matrix fills (8 queues).
 	restartTopic = "benchrestart"
+	// fillRoundTimeout and fillRoundMinRate bound one fill round of n
+	// bytes to fillRoundTimeout + n/fillRoundMinRate (a tenth of this
+	// machine's rate): a round still running then stalled.
+	fillRoundTimeout = 90 * time.Second
+	fillRoundMinRate = 8 << 20 // bytes per second
 )
 
 // restartSizes is how much the matrix writes before each kill: 1, 4 and 16
@@ -69,15 +75,27 @@ func (r *runner) restartColumn(ctx context.Context, c restartCase) ([]Row, error
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	if !r.o.Keep {
+		defer os.RemoveAll(dir)
+	}
+	args := []string{"--log-level", "warn"}
+	if toml := r.o.storeTOML(); toml != "" {
+		conf := filepath.Join(dir, "store.toml")
+		if err := os.WriteFile(conf, []byte(toml), 0o644); err != nil {
+			return nil, err
+		}
+		args = append(args, "--config", conf)
+	}
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	cl, err := nodeproc.StartCluster(sctx, r.bin, nodeproc.ClusterOptions{N: c.nodes, Dir: dir, Args: []string{"--log-level", "warn"}})
+	cl, err := nodeproc.StartCluster(sctx, r.bin, nodeproc.ClusterOptions{N: c.nodes, Dir: dir, Args: args})
 	cancel()
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		// Not ctx: a run cut off by its deadline still stops its nodes
+		// gracefully, and says so if they do not.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
 		defer cancel()
 		if err := cl.Stop(sctx); err != nil {
 			r.logf("stopping the restart cluster: %v", err)
@@ -175,10 +193,25 @@ func (r *runner) fillTo(ctx context.Context, cl *nodeproc.Cluster, li int, size 
 		args := []string{"--json", "bench", "produce", "-t", restartTopic, "-n", strconv.FormatInt(n, 10),
 			"-s", strconv.Itoa(msgSize), "-c", "8", "--batch", strconv.Itoa(batch), "--inflight", "2"}
 		// A failed send (a leader change on a loaded machine) only costs a
-		// round: the loop reads the commitlog size again.
-		if out, err := cl.CLI(ctx, args...); err != nil {
+		// round: the loop reads the commitlog size again. A round that
+		// stalls is cut off and leaves the nodes' blocked goroutines in the
+		// log.
+		limit := fillRoundTimeout + time.Duration(missing/fillRoundMinRate)*time.Second
+		rctx, cancel := context.WithTimeout(ctx, limit)
+		out, err := cl.CLI(rctx, args...)
+		stalled := rctx.Err() != nil
+		cancel()
+		if err != nil {
+			dump := ""
+			if i := bytes.Index(out, []byte("SIGQUIT")); stalled && i >= 0 {
+				out, dump = out[:i], string(out[i:]) // the CLI's goroutines (nodeproc.Cluster.CLI)
+			}
 			lastErr = fmt.Errorf("raftmq %v: %w: %s", args, err, out)
 			r.logf("fill round %d: %v", round, lastErr)
+			if stalled {
+				r.logf("fill round %d stalled for %v; the CLI's blocked goroutines:\n%s%s", round, limit,
+					blockedStacks(dump, 40), stuckReport(context.WithoutCancel(ctx), cl))
+			}
 			if li, err = cl.Leader(ctx); err != nil {
 				return err
 			}

@@ -152,7 +152,11 @@ func bench(e *env, c *client.Client, f benchFlags) error {
 	}
 	rec := &recorder{hist: newHist()}
 	prog := startProgress(e, func() string {
-		return fmt.Sprintf("%s: %d messages, %d errors", f.mode, rec.count.Load(), rec.errors.Load())
+		line := fmt.Sprintf("%s: %d messages, %d errors", f.mode, rec.count.Load(), rec.errors.Load())
+		if first := rec.first.Load(); first != nil {
+			line += fmt.Sprintf("; first: %v", first)
+		}
+		return line
 	})
 	start := time.Now()
 	var err error

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -329,11 +330,14 @@ func (c *Cluster) killAll() error {
 }
 
 // CLI runs the raftmq CLI with --server set to all API addresses and
-// returns its combined output. A non-zero exit is an *exec.ExitError.
+// returns its combined output. A non-zero exit is an *exec.ExitError. A CLI
+// still running when ctx ends gets SIGQUIT, so that its output ends with
+// every goroutine's stack (where it hung), and SIGKILL 5 s later.
 func (c *Cluster) CLI(ctx context.Context, args ...string) ([]byte, error) {
 	argv := append([]string{"--server", strings.Join(c.APIAddrs(), ",")}, args...)
 	cmd := exec.CommandContext(ctx, c.Bin.CLI, argv...)
 	cmd.Env = os.Environ()
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
 	cmd.WaitDelay = 5 * time.Second
 	return cmd.CombinedOutput()
 }
