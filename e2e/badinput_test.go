@@ -16,16 +16,18 @@ import (
 
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/nodeproc"
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/transport"
 	"github.com/raftmq/raftmq/transport/transporttest/badinput"
 	"github.com/raftmq/raftmq/wire"
 )
 
-// limits are the live node's request limits (transport constants and the
-// default 4 MiB body limit of store.DefaultConfig).
+// limits are the live node's request limits (transport constants, the
+// message layout's topic and properties limits and the default 4 MiB body
+// limit of store.DefaultConfig).
 func limits() badinput.Limits {
-	return badinput.Limits{MaxTopicLen: transport.MaxTopicLen, MaxPropertiesLen: transport.MaxPropertiesLen,
+	return badinput.Limits{MaxTopicLen: message.MaxTopicLen, MaxPropertiesLen: message.MaxPropertiesLen,
 		MaxProperties: transport.MaxProperties, MaxQueueID: transport.MaxQueueID, MaxQueues: transport.MaxQueues,
 		MaxBatchMessages: transport.MaxBatchMessages, MaxBody: 4 << 20, MaxPullMessages: transport.MaxPullMessages,
 		MaxPullBytes: wire.MaxPullBytes, MaxWaitMs: transport.MaxWaitMs, MaxKeyLen: transport.MaxKeyLen,

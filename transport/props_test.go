@@ -54,7 +54,7 @@ func FuzzValidateMessage(f *testing.F) {
 			return
 		}
 		lm := toLogMessage(m)
-		if len(lm.Properties) > MaxPropertiesLen {
+		if len(lm.Properties) > message.MaxPropertiesLen {
 			t.Fatalf("accepted %d bytes of properties", len(lm.Properties))
 		}
 		back := DecodeProperties(lm.Properties)

@@ -10,11 +10,11 @@ import (
 )
 
 // Request limits. Every request is checked against them before the backend
-// is touched, so bad input changes nothing.
+// is touched, so bad input changes nothing. A topic and the encoded
+// properties are bounded by the message layout's limits, message.MaxTopicLen
+// and message.MaxPropertiesLen.
 const (
-	MaxTopicLen         = message.MaxTopicLen // message layout v1 stores the length in a signed byte
 	MaxGroupLen         = 255
-	MaxPropertiesLen    = message.MaxPropertiesLen // RocketMQ: Short.MAX_VALUE
 	MaxProperties       = 128
 	MaxQueueID          = 1023 // store.Config.MaxQueues - 1 by default
 	MaxQueues           = 1024
@@ -103,8 +103,8 @@ func validateProperties(i int, props []*pb.Property) error {
 		}
 		n += len(p.GetKey()) + len(p.GetValue()) + 2
 	}
-	if n > MaxPropertiesLen {
-		return invalid("message %d: properties are %d bytes encoded; the limit is %d", i, n, MaxPropertiesLen)
+	if n > message.MaxPropertiesLen {
+		return invalid("message %d: properties are %d bytes encoded; the limit is %d", i, n, message.MaxPropertiesLen)
 	}
 	return nil
 }

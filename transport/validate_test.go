@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/grpc/status"
 
+	"github.com/raftmq/raftmq/message"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/transport/transporttest/badinput"
 	"github.com/raftmq/raftmq/wire"
@@ -17,7 +18,7 @@ func msg(topic string, q int32, body string, props ...*pb.Property) *pb.Message 
 
 // Limits are this package's request limits, for the shared catalogue.
 func Limits() badinput.Limits {
-	return badinput.Limits{MaxTopicLen: MaxTopicLen, MaxPropertiesLen: MaxPropertiesLen, MaxProperties: MaxProperties,
+	return badinput.Limits{MaxTopicLen: message.MaxTopicLen, MaxPropertiesLen: message.MaxPropertiesLen, MaxProperties: MaxProperties,
 		MaxQueueID: MaxQueueID, MaxQueues: MaxQueues, MaxBatchMessages: MaxBatchMessages, MaxBody: 4 << 20,
 		MaxPullMessages: MaxPullMessages, MaxPullBytes: wire.MaxPullBytes, MaxWaitMs: MaxWaitMs,
 		MaxKeyLen: MaxKeyLen, MaxIDLen: MaxIDLen}
@@ -47,12 +48,12 @@ func TestValidationCatalogue(t *testing.T) {
 }
 
 func TestValidTopic(t *testing.T) {
-	for _, ok := range []string{"T", "my-topic_1", "%RETRY%g", "a|b", strings.Repeat("x", MaxTopicLen)} {
+	for _, ok := range []string{"T", "my-topic_1", "%RETRY%g", "a|b", strings.Repeat("x", message.MaxTopicLen)} {
 		if err := ValidTopic(ok); err != nil {
 			t.Errorf("ValidTopic(%q) = %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", " ", "a.b", "ä", "a\x00", strings.Repeat("x", MaxTopicLen+1)} {
+	for _, bad := range []string{"", " ", "a.b", "ä", "a\x00", strings.Repeat("x", message.MaxTopicLen+1)} {
 		if ValidTopic(bad) == nil {
 			t.Errorf("ValidTopic(%q) = nil", bad)
 		}
