@@ -17,13 +17,14 @@ type CommandType uint8
 // Command types. Values are part of the Raft log format (see format.go):
 // never renumber, only add. The admin commands (CommitOffsets to
 // DeleteTopic) are package meta's: it owns their numbering in a Raft entry
-// (meta.CommandType.EntryType) and their bodies.
+// (meta.EntryCommitOffsets and the rest, meta.CommandType.EntryType) and
+// their bodies.
 const (
 	CmdMessageBatch  CommandType = 1
-	CmdCommitOffsets CommandType = 2 // meta.CommitOffsets
-	CmdCreateTopic   CommandType = 3 // meta.CreateTopic
-	CmdUpdateTopic   CommandType = 4 // meta.UpdateTopic
-	CmdDeleteTopic   CommandType = 5 // meta.DeleteTopic
+	CmdCommitOffsets CommandType = meta.EntryCommitOffsets // 2
+	CmdCreateTopic   CommandType = meta.EntryCreateTopic   // 3
+	CmdUpdateTopic   CommandType = meta.EntryUpdateTopic   // 4
+	CmdDeleteTopic   CommandType = meta.EntryDeleteTopic   // 5
 	CmdSetMemberMeta CommandType = 6
 )
 

@@ -27,9 +27,19 @@ const (
 // the Raft entry body.
 var ErrTooLarge = errors.New("meta: command too large")
 
-// entryTypes maps each command to its Raft entry type byte (the FSM's
-// numbering, older than this package's; both are on disk).
-var entryTypes = [...]byte{CommitOffsets: 2, CreateTopic: 3, UpdateTopic: 4, DeleteTopic: 5}
+// The Raft entry type bytes of the admin commands: the FSM's numbering,
+// older than this package's CommandType; both are on disk. They are the
+// one definition: package fsm's command types 2 to 5 are these constants.
+const (
+	EntryCommitOffsets = 2
+	EntryCreateTopic   = 3
+	EntryUpdateTopic   = 4
+	EntryDeleteTopic   = 5
+)
+
+// entryTypes maps each command to its Raft entry type byte.
+var entryTypes = [...]byte{CommitOffsets: EntryCommitOffsets, CreateTopic: EntryCreateTopic,
+	UpdateTopic: EntryUpdateTopic, DeleteTopic: EntryDeleteTopic}
 
 // EntryType is the type byte of t in a Raft log entry, 0 for no command.
 func (t CommandType) EntryType() byte {
