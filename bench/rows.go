@@ -420,7 +420,10 @@ func (r *runner) restart(ctx context.Context, rep *report) error {
 	if err != nil {
 		return err
 	}
-	if err := r.fill(ctx, li); err != nil {
+	if err := r.fillTo(ctx, r.mq, li, r.o.Restart, 16<<10); err != nil {
+		return err
+	}
+	if li, err = r.mq.Leader(ctx); err != nil { // a fill round may have seen a leader change
 		return err
 	}
 	f := r.mq.Nodes[(li+1)%len(r.mq.Nodes)]
@@ -550,29 +553,6 @@ func waitApplied(ctx context.Context, p *nodeproc.Proc, idx uint64) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// fill produces 16 KiB batches until the leader's commitlog holds o.Restart
-// bytes, in bounded rounds.
-func (r *runner) fill(ctx context.Context, li int) error {
-	leader := r.mq.Nodes[li]
-	for round := 0; round < 20; round++ {
-		st, err := leader.Status(ctx)
-		if err != nil {
-			return err
-		}
-		missing := r.o.Restart - st.MaxOffset
-		if missing <= 0 {
-			return nil
-		}
-		n := missing/(16<<10) + 1
-		r.logf("filling the commitlog: %d MiB more", missing>>20)
-		if _, err := r.cli(ctx, "--json", "bench", "produce", "-t", topic16K, "-n", strconv.FormatInt(n, 10),
-			"-s", "16384", "-c", "32", "--batch", "16", "--inflight", "2"); err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("commitlog did not reach %d bytes", r.o.Restart)
 }
 
 // boltRows repeats the storage-bound rows with raft-boltdb, the other log
