@@ -2,7 +2,8 @@
 // machine and writes docs/performance.md and docs/performance.json.
 //
 //	go run ./bench                      # full run (≈ 10 min), writes docs/
-//	go run ./bench -quick               # smoke run (small counts), writes to -out
+//	go run ./bench -quick               # smoke run (small counts, and the nodes on
+//	                                    # small store files: 64 MiB segments), writes to -out
 //	go run ./bench -baseline 84a99e6    # also: the headline produce rows against
 //	                                    # raftmq built at that revision, A/B
 //	go run ./bench -rows '^$' -steps restarts -out DIR
