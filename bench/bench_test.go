@@ -140,40 +140,59 @@ func TestJudges(t *testing.T) {
 	}
 }
 
-// TestBlockedStacks summarizes a goroutine dump: blocked raftmq and Raft
-// goroutines grouped by stack, running ones and foreign ones left out.
+// TestBlockedStacks summarizes a SIGQUIT dump: goroutines grouped by
+// stack, those waiting for the network left out.
 func TestBlockedStacks(t *testing.T) {
-	dump := `goroutine 1 [running]:
-runtime/pprof.writeGoroutineStacks(0xc000)
-	/x/pprof.go:1 +0x1
+	dump := `SIGQUIT: quit
+PC=0x1 m=0 sigcode=0
+
+goroutine 1 [IO wait]:
+internal/poll.runtime_pollWait(0xc000)
+	/x/netpoll.go:1 +0x1
 
 goroutine 7 [chan receive, 3 minutes]:
-github.com/raftmq/raftmq/node.(*batcher).send(0xc000)
-	/x/node/batcher.go:130 +0x1
-google.golang.org/grpc.(*Server).handleStream(0xc000)
-	/x/server.go:1 +0x1
+github.com/raftmq/raftmq/client.(*Client).write(0xc000)
+	/x/client.go:130 +0x1
+main.benchSendBatch(0xc000)
+	/x/bench.go:1 +0x1
 
 goroutine 8 [chan receive, 3 minutes]:
-github.com/raftmq/raftmq/node.(*batcher).send(0xc001)
-	/x/node/batcher.go:130 +0x1
-google.golang.org/grpc.(*Server).handleStream(0xc002)
-	/x/server.go:1 +0x1
-
-goroutine 9 [select]:
-net/http.(*persistConn).readLoop(0xc000)
-	/x/transport.go:1 +0x1
+github.com/raftmq/raftmq/client.(*Client).write(0xc001)
+	/x/client.go:130 +0x1
+main.benchSendBatch(0xc002)
+	/x/bench.go:1 +0x1
 
 goroutine 10 [select]:
-github.com/hashicorp/raft.(*Raft).runFSM(0xc000)
-	/x/fsm.go:1 +0x1
+google.golang.org/grpc.(*ccBalancerWrapper).watcher(0xc000)
+	/x/b.go:1 +0x1
 `
 	got := blockedStacks(dump, 10)
-	want := "  2× [chan receive, 3 minutes] github.com/raftmq/raftmq/node.(*batcher).send < google.golang.org/grpc.(*Server).handleStream\n" +
-		"  1× [select] github.com/hashicorp/raft.(*Raft).runFSM\n"
+	want := "  2× [chan receive, 3 minutes] github.com/raftmq/raftmq/client.(*Client).write < main.benchSendBatch\n" +
+		"  1× [select] google.golang.org/grpc.(*ccBalancerWrapper).watcher\n"
 	if got != want {
 		t.Fatalf("blockedStacks:\n%s\nwant:\n%s", got, want)
 	}
 	if got := blockedStacks(dump, 1); !strings.HasSuffix(got, "  ... 1 more\n") {
+		t.Fatalf("max 1: %q", got)
+	}
+}
+
+// TestProfileGroups summarizes a pprof debug=1 goroutine profile.
+func TestProfileGroups(t *testing.T) {
+	profile := "goroutine profile: total 1203\n" +
+		"1200 @ 0x1 0x2\n" +
+		"#\t0x1\tgoogle.golang.org/grpc/internal/transport.(*recvBufferReader).read+0x85\t/x/transport.go:1\n" +
+		"#\t0x2\tgoogle.golang.org/grpc.(*Server).processUnaryRPC+0x1f\t/x/server.go:2\n" +
+		"\n" +
+		"3 @ 0x3\n" +
+		"#\t0x3\tgithub.com/raftmq/raftmq/node.(*batcher).next+0x10\t/x/batcher.go:3\n"
+	want := "goroutine profile: total 1203\n" +
+		"  1200× google.golang.org/grpc/internal/transport.(*recvBufferReader).read < google.golang.org/grpc.(*Server).processUnaryRPC\n" +
+		"  3× github.com/raftmq/raftmq/node.(*batcher).next\n"
+	if got := profileGroups(profile, 5); got != want {
+		t.Fatalf("profileGroups:\n%s\nwant:\n%s", got, want)
+	}
+	if got := profileGroups(profile, 1); !strings.HasSuffix(got, "  ...\n") {
 		t.Fatalf("max 1: %q", got)
 	}
 }

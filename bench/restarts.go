@@ -210,7 +210,7 @@ func (r *runner) fillTo(ctx context.Context, cl *nodeproc.Cluster, li int, size 
 			r.logf("fill round %d: %v", round, lastErr)
 			if stalled {
 				r.logf("fill round %d stalled for %v; the CLI's blocked goroutines:\n%s%s", round, limit,
-					blockedStacks(dump, 40), stuckReport(context.WithoutCancel(ctx), cl))
+					blockedStacks(dump, 25), stuckReport(context.WithoutCancel(ctx), cl))
 			}
 			if li, err = cl.Leader(ctx); err != nil {
 				return err

@@ -4,16 +4,17 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/raftmq/raftmq/internal/nodeproc"
 )
 
-// stuckReport fetches every running node's goroutines (pprof, debug=2) and
-// returns the blocked ones that are raftmq's or Raft's, one line per
-// distinct stack with its count: what a stalled round leaves for the log
-// of a run that cannot be inspected afterwards (CI).
+// stuckReport fetches every running node's goroutine profile (pprof,
+// debug=1: goroutines grouped by stack, largest groups first) and returns
+// its largest groups: what a stalled round leaves for the log of a run that
+// cannot be inspected afterwards (CI).
 func stuckReport(ctx context.Context, cl *nodeproc.Cluster) string {
 	var b strings.Builder
 	for _, p := range cl.Nodes {
@@ -22,23 +23,66 @@ func stuckReport(ctx context.Context, cl *nodeproc.Cluster) string {
 			continue
 		}
 		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		dump, err := p.Get(gctx, "/debug/pprof/goroutine?debug=2")
+		profile, err := p.Get(gctx, "/debug/pprof/goroutine?debug=1")
 		cancel()
 		if err != nil {
-			fmt.Fprintf(&b, "node %s: no goroutine dump: %v\n", p.Spec().ID, err)
+			fmt.Fprintf(&b, "node %s: no goroutine profile: %v\n", p.Spec().ID, err)
 			continue
 		}
-		fmt.Fprintf(&b, "node %s: blocked goroutines:\n%s", p.Spec().ID, blockedStacks(string(dump), 40))
+		fmt.Fprintf(&b, "node %s: %s", p.Spec().ID, profileGroups(string(profile), 25))
 	}
 	return b.String()
 }
 
-// blockedStacks summarizes a goroutine dump (pprof debug=2, or what a Go
-// program prints on SIGQUIT): goroutines in a blocking state whose stack
-// holds a raftmq, hashicorp/raft or main package frame (a goroutine that
-// spins shows as running),
-// grouped by their function names (file lines dropped), the largest groups
-// first, at most max groups.
+// profileGroups summarizes a debug=1 goroutine profile: its total, then
+// the max largest groups of identical stacks, each as its count and the
+// function names of its frames (innermost first).
+func profileGroups(profile string, max int) string {
+	blocks := strings.Split(strings.TrimSpace(profile), "\n\n")
+	var b strings.Builder
+	if len(blocks) > 0 {
+		head, _, _ := strings.Cut(blocks[0], "\n")
+		fmt.Fprintf(&b, "%s\n", head) // "goroutine profile: total N"
+	}
+	shown := 0
+	for _, blk := range blocks {
+		lines := strings.Split(blk, "\n")
+		for len(lines) > 0 && !strings.Contains(lines[0], " @ 0x") {
+			lines = lines[1:]
+		}
+		if len(lines) < 2 {
+			continue
+		}
+		count, _, _ := strings.Cut(lines[0], " @ ")
+		if _, err := strconv.Atoi(count); err != nil {
+			continue
+		}
+		if shown == max {
+			b.WriteString("  ...\n")
+			break
+		}
+		var funcs []string
+		for _, l := range lines[1:] {
+			fields := strings.Fields(l) // "#", pc, func+off, file:line
+			if len(fields) < 3 || fields[0] != "#" {
+				continue
+			}
+			f, _, _ := strings.Cut(fields[2], "+0x")
+			funcs = append(funcs, f)
+			if len(funcs) == 12 {
+				break
+			}
+		}
+		fmt.Fprintf(&b, "  %s× %s\n", count, strings.Join(funcs, " < "))
+		shown++
+	}
+	return b.String()
+}
+
+// blockedStacks summarizes a goroutine dump in the debug=2 form (what a
+// Go program prints on SIGQUIT): every goroutine not waiting for network
+// input or in a system call, grouped by its function names (file lines
+// dropped), the largest groups first, at most max groups.
 func blockedStacks(dump string, max int) string {
 	type group struct {
 		key   string
@@ -56,24 +100,19 @@ func blockedStacks(dump string, max int) string {
 		}
 		state := lines[0][strings.IndexByte(lines[0], '[')+1:]
 		state = strings.TrimSuffix(state, "]:")
-		if strings.HasPrefix(state, "IO wait") || strings.HasPrefix(state, "syscall") || strings.Contains(g, "runtime/pprof.") {
-			continue // network reads, and the goroutine writing the dump
+		if strings.HasPrefix(state, "IO wait") || strings.HasPrefix(state, "syscall") {
+			continue
 		}
 		var funcs []string
-		ours := false
 		for i := 1; i < len(lines); i += 2 { // function line, then its file line
 			f := lines[i]
 			if k := strings.LastIndexByte(f, '('); k > 0 {
 				f = f[:k]
 			}
-			ours = ours || strings.Contains(f, "raftmq/") || strings.Contains(f, "hashicorp/raft") || strings.HasPrefix(f, "main.")
 			funcs = append(funcs, f)
-			if len(funcs) == 10 {
+			if len(funcs) == 12 {
 				break
 			}
-		}
-		if !ours {
-			continue
 		}
 		key := strings.Join(funcs, " < ")
 		if groups[key] == nil {
