@@ -198,7 +198,8 @@ func (r *runner) fillTo(ctx context.Context, cl *nodeproc.Cluster, li int, size 
 		// log.
 		limit := fillRoundTimeout + time.Duration(missing/fillRoundMinRate)*time.Second
 		rctx, cancel := context.WithTimeout(ctx, limit)
-		out, err := cl.CLI(rctx, args...)
+		var sockets string
+		out, err := cl.CLIWatched(rctx, func(pid int) { sockets = tcpSockets(pid) }, args...)
 		stalled := rctx.Err() != nil
 		cancel()
 		if err != nil {
@@ -209,8 +210,8 @@ func (r *runner) fillTo(ctx context.Context, cl *nodeproc.Cluster, li int, size 
 			lastErr = fmt.Errorf("raftmq %v: %w: %s", args, err, out)
 			r.logf("fill round %d: %v", round, lastErr)
 			if stalled {
-				r.logf("fill round %d stalled for %v; the CLI's blocked goroutines:\n%s%s", round, limit,
-					blockedStacks(dump, 25), stuckReport(context.WithoutCancel(ctx), cl))
+				r.logf("fill round %d stalled for %v; the nodes' addresses %v; the CLI's TCP sockets:\n%sthe CLI's blocked goroutines:\n%s%s",
+					round, limit, nodeAddrs(cl), sockets, blockedStacks(dump, 25), stuckReport(context.WithoutCancel(ctx), cl))
 			}
 			if li, err = cl.Leader(ctx); err != nil {
 				return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,4 +135,29 @@ func blockedStacks(dump string, max int) string {
 		fmt.Fprintf(&b, "  %d× [%s] %s\n", g.count, g.state, g.key)
 	}
 	return b.String()
+}
+
+// tcpSockets lists the TCP sockets of process pid (ss -tanp), or why not.
+func tcpSockets(pid int) string {
+	out, err := exec.Command("ss", "-tanp").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("  (ss: %v)\n", err)
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, fmt.Sprintf("pid=%d,", pid)) {
+			fmt.Fprintf(&b, "  %s\n", strings.Join(strings.Fields(l), " "))
+		}
+	}
+	return b.String()
+}
+
+// nodeAddrs lists each node's API, Raft and HTTP addresses.
+func nodeAddrs(cl *nodeproc.Cluster) []string {
+	var out []string
+	for _, p := range cl.Nodes {
+		s := p.Spec()
+		out = append(out, fmt.Sprintf("%s api %s raft %s http %s", s.ID, s.APIAddr, s.RaftAddr, s.HTTPAddr))
+	}
+	return out
 }

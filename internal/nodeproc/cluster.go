@@ -334,10 +334,22 @@ func (c *Cluster) killAll() error {
 // still running when ctx ends gets SIGQUIT, so that its output ends with
 // every goroutine's stack (where it hung), and SIGKILL 5 s later.
 func (c *Cluster) CLI(ctx context.Context, args ...string) ([]byte, error) {
+	return c.CLIWatched(ctx, nil, args...)
+}
+
+// CLIWatched is CLI with a hook: when ctx ends while the CLI runs,
+// onStall(pid) runs first (to look at the process, e.g. its sockets), then
+// the CLI gets SIGQUIT.
+func (c *Cluster) CLIWatched(ctx context.Context, onStall func(pid int), args ...string) ([]byte, error) {
 	argv := append([]string{"--server", strings.Join(c.APIAddrs(), ",")}, args...)
 	cmd := exec.CommandContext(ctx, c.Bin.CLI, argv...)
 	cmd.Env = os.Environ()
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.Cancel = func() error {
+		if onStall != nil {
+			onStall(cmd.Process.Pid)
+		}
+		return cmd.Process.Signal(syscall.SIGQUIT)
+	}
 	cmd.WaitDelay = 5 * time.Second
 	return cmd.CombinedOutput()
 }
