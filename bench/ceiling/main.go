@@ -115,7 +115,10 @@ func start(cfg node.Config, log hclog.Logger) (*ceiling, error) {
 		for _, p := range cfg.Peers {
 			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
 		}
-		if err := c.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+		// ErrCantBootstrap: a peer that bootstrapped first already
+		// replicated the configuration here (a slow start on a loaded
+		// machine), as the node tolerates too.
+		if err := c.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			_ = c.close()
 			return nil, err
 		}
