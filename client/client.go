@@ -9,7 +9,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/wire"
@@ -23,6 +25,7 @@ type Options struct {
 	// changes and unreachable nodes (default 30 s: an election after a
 	// leader's kill -9 takes a few seconds with the default Raft timeouts,
 	// and a process restart longer). The call's context may end it sooner.
+	// It also bounds each try of a write whose context has no deadline.
 	RetryTimeout time.Duration
 	// Backoff is the first pause between tries, doubled up to 250 ms
 	// (default 50 ms); each pause is jittered to [d/2, d) so clients that
@@ -251,7 +254,7 @@ func (c *Client) write(ctx context.Context, idempotent bool, call func(context.C
 		if err != nil {
 			return err
 		}
-		err = call(ctx, rc)
+		err = c.attempt(ctx, rc, call)
 		if err == nil {
 			return nil
 		}
@@ -275,6 +278,24 @@ func (c *Client) write(ctx context.Context, idempotent bool, call func(context.C
 		c.log.Debug("write not accepted; re-resolving leader", "addr", addr, "hint", hint, "error", err)
 		c.setLeader(hint)
 	}
+}
+
+// attempt runs one try of a write. A caller without a deadline still gets
+// an answer: the try is bounded by RetryTimeout, after which its outcome is
+// unknown (codes.DeadlineExceeded). A bench under load once saw a Send wait
+// for its response headers for minutes on a connection whose server had no
+// stream for it; nothing else would have ended that wait.
+func (c *Client) attempt(ctx context.Context, rc pb.RaftMQClient, call func(context.Context, pb.RaftMQClient) error) error {
+	if _, ok := ctx.Deadline(); ok {
+		return call(ctx, rc)
+	}
+	actx, cancel := context.WithTimeout(ctx, c.opts.RetryTimeout)
+	defer cancel()
+	err := call(actx, rc)
+	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+		return status.Errorf(codes.DeadlineExceeded, "no answer within %v (Options.RetryTimeout; the call had no deadline): %v", c.opts.RetryTimeout, err)
+	}
+	return err
 }
 
 // read runs call on the leader (or any node with ReadFromAny), moving to

@@ -297,3 +297,34 @@ func TestProducerCloseDeliversQueued(t *testing.T) {
 		t.Fatalf("%d callbacks after Close, want 10", calls)
 	}
 }
+
+// TestSendWithoutDeadlineEnds: a Send whose caller set no deadline, to a
+// leader that never answers, ends after Options.RetryTimeout with an
+// unknown outcome instead of waiting forever.
+func TestSendWithoutDeadlineEnds(t *testing.T) {
+	leader, _, lAddr, _ := cluster(t)
+	deaf := make(chan struct{})
+	t.Cleanup(func() { close(deaf) })
+	c, err := New(testCtx(t), []string{lAddr}, Options{Backoff: time.Millisecond, RetryTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	leader.set(func(f *fakeNode) { f.deaf = deaf })
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Send(context.Background(), NewMessage("T", []byte("x")))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrOutcomeUnknown) || !strings.Contains(err.Error(), "no answer within") {
+			t.Fatalf("send to a deaf leader: %v, want an unknown outcome after RetryTimeout", err)
+		}
+		if leader.Sends() != 1 {
+			t.Fatalf("the deaf leader got %d sends, want 1 (a write with an unknown outcome is not sent again)", leader.Sends())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a Send without a deadline to a leader that never answers was still waiting after 5 s (RetryTimeout 300 ms)")
+	}
+}

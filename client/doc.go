@@ -15,6 +15,8 @@
 // sending — is returned as ErrOutcomeUnknown and never retried blindly,
 // because a Send is not idempotent. CommitOffset is idempotent and is
 // retried after transient errors. Reads are always retried on another node.
+// A write whose context has no deadline still ends: each try is bounded by
+// Options.RetryTimeout, after which its outcome is unknown.
 //
 // Messages. NewMessage builds a message; the client gives every message a
 // unique RocketMQ-style id (UNIQ_KEY, 32 hex characters) unless it has one,

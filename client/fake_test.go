@@ -21,7 +21,10 @@ type fakeNode struct {
 	sendErr error
 	block   bool // Send waits for ctx to end
 	// gate, when set, holds every Send until it is closed (or ctx ends).
-	gate    chan struct{}
+	gate chan struct{}
+	// deaf, when set, holds every Send until it is closed, whatever its
+	// ctx: a server that never answers.
+	deaf    chan struct{}
 	sends   int
 	batches []int
 	next    int64
@@ -36,11 +39,14 @@ func (f *fakeNode) set(fn func(f *fakeNode)) {
 func (f *fakeNode) Send(ctx context.Context, msgs []message.Message) ([]store.PutResult, error) {
 	f.mu.Lock()
 	f.sends++
-	err, block, gate := f.sendErr, f.block, f.gate
+	err, block, gate, deaf := f.sendErr, f.block, f.gate, f.deaf
 	if err == nil && !block {
 		f.batches = append(f.batches, len(msgs))
 	}
 	f.mu.Unlock()
+	if deaf != nil {
+		<-deaf
+	}
 	if gate != nil {
 		select {
 		case <-gate:
