@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/verify"
@@ -279,7 +282,7 @@ func checkGroupOffsets(ctx context.Context, tc *testCluster, w *workload, tl *ta
 			if err != nil {
 				return err
 			}
-			res, err := r.QueryOffset(ctx, &pb.QueryOffsetRequest{Group: group, Topic: topic, QueueId: q})
+			res, err := queryOffsetSettled(ctx, r, &pb.QueryOffsetRequest{Group: group, Topic: topic, QueueId: q})
 			if err != nil {
 				return fmt.Errorf("node %s query offset: %w", tc.id(i), err)
 			}
@@ -365,4 +368,24 @@ func ownGroupOffsets(dataDir string) ([queues]int64, error) {
 		}
 	}
 	return out, nil
+}
+
+// queryOffsetSettled asks r for a group offset, asking again while the node
+// answers Unavailable ("no leader elected"): an election on a loaded
+// machine during the final check (seen in CI's stress phase) says nothing
+// about the offsets, which the check is about. ctx bounds it.
+func queryOffsetSettled(ctx context.Context, r pb.RaftMQClient, req *pb.QueryOffsetRequest) (*pb.QueryOffsetResponse, error) {
+	for {
+		res, err := r.QueryOffset(ctx, req)
+		if status.Code(err) != codes.Unavailable || ctx.Err() != nil {
+			return res, err
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (last answer: %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
 }
