@@ -182,10 +182,18 @@ func (r *Replay) RepairLagging(scanFrom int64) error {
 // to scanFrom (after a snapshot install).
 func (r *Replay) RebuildAll(scanFrom int64) error {
 	r.Logger.Info("rebuilding consume queues and index after a snapshot install", "from", r.Log.MinOffset(), "to", scanFrom)
-	// A rebuild cut short (kill -9) left units that were never synced;
-	// Open took them for flushed, and the replay skips them.
+	// Whatever the queues hold was written by a rebuild cut short (the
+	// install leaves no queue files, and the marker goes only with the
+	// first checkpoint after a rebuild), so none of it was ever synced:
+	// after a kill -9 it is intact but unsynced, after a power loss pages
+	// of it read as zeros or are torn at sectors. Queue recovery checks only
+	// the newest files, and the replay skips units below MaxOffset, so
+	// start every queue over (this also lowers FlushedOffset: the flush
+	// after the rebuild syncs every unit).
 	for _, q := range r.Target.ConsumeQueues().Queues() {
-		q.Unflush()
+		if err := q.TruncateAtOffset(0); err != nil {
+			return fmt.Errorf("recovery: reset consume queue %s/%d for the rebuild: %w", q.Topic(), q.QueueID(), err)
+		}
 	}
 	// Its index files too, and without an abort file (the install wrote
 	// none) Open trusted them: start the index over.
