@@ -266,10 +266,11 @@ func (q *Queue) Flush() error {
 }
 
 // Unflush makes the next Flush sync every unit the queue holds, not only
-// those written since the last Flush. The store calls it before it rebuilds
-// a queue below its checkpoint: units already there may come from an
+// those written since the last Flush. Recovery calls it before it repairs a
+// lagging queue below its checkpoint: units already there may come from an
 // earlier process that wrote them and was killed before it synced them,
-// and Open counts what it finds as flushed.
+// and Open counts what it finds as flushed. (A rebuild after a snapshot
+// install truncates its queues instead.)
 func (q *Queue) Unflush() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
