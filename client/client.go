@@ -292,7 +292,10 @@ func (c *Client) attempt(ctx context.Context, rc pb.RaftMQClient, call func(cont
 	actx, cancel := context.WithTimeout(ctx, c.opts.RetryTimeout)
 	defer cancel()
 	err := call(actx, rc)
-	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+	// The server may end the stream at the propagated deadline a moment
+	// before actx's own timer fires: a DeadlineExceeded here is the bound,
+	// since the caller set none.
+	if err != nil && ctx.Err() == nil && (actx.Err() != nil || status.Code(err) == codes.DeadlineExceeded) {
 		return status.Errorf(codes.DeadlineExceeded, "no answer within %v (Options.RetryTimeout; the call had no deadline): %v", c.opts.RetryTimeout, err)
 	}
 	return err
