@@ -137,16 +137,28 @@ func blockedStacks(dump string, max int) string {
 	return b.String()
 }
 
-// tcpSockets lists the TCP sockets of process pid (ss -tanp), or why not.
+// tcpSockets lists the TCP sockets of process pid and the other ends of
+// its connections, with their owners (ss -tanp), or why it cannot.
 func tcpSockets(pid int) string {
 	out, err := exec.Command("ss", "-tanp").CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("  (ss: %v)\n", err)
 	}
+	lines := strings.Split(string(out), "\n")
+	var mine []string // local addresses of pid's sockets
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) >= 5 && strings.Contains(l, fmt.Sprintf("pid=%d,", pid)) {
+			mine = append(mine, f[3])
+		}
+	}
 	var b strings.Builder
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.Contains(l, fmt.Sprintf("pid=%d,", pid)) {
-			fmt.Fprintf(&b, "  %s\n", strings.Join(strings.Fields(l), " "))
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 5 {
+			continue
+		}
+		if slices.Contains(mine, f[3]) || slices.Contains(mine, f[4]) {
+			fmt.Fprintf(&b, "  %s\n", strings.Join(f, " "))
 		}
 	}
 	return b.String()
