@@ -21,63 +21,13 @@ import (
 // Here the cut-short rebuild is consume-queue files copied in without a
 // sync, and the disk meter shows whether the rebuild's flush synced them.
 func TestRebuildSyncsUnitsAnEarlierProcessLeft(t *testing.T) {
-	cfg := smallConfig(filepath.Join(t.TempDir(), "src"))
-	src := mustOpen(t, vfs.OS(), cfg)
-	if err := src.CreateTopic(header(1), TopicConfig{Name: "rb", Queues: 1}); err != nil {
-		t.Fatal(err)
-	}
-	for i := uint64(2); i < 202; i++ {
-		if _, err := src.AppendMessages(header(i), []message.Message{testMessage("rb", 0, int(i), nil)}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := src.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	snap := src.CaptureSnapshot()
-	segs, err := src.SegmentFiles(snap.ConfirmOffset)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := smallConfig(filepath.Join(t.TempDir(), "dst"))
-	next := func() (int64, io.Reader, bool, error) {
-		if len(segs) == 0 {
-			return 0, nil, false, nil
-		}
-		seg := segs[0]
-		segs = segs[1:]
-		b, err := os.ReadFile(seg.Path)
-		if err != nil {
-			return 0, nil, false, err
-		}
-		return seg.Start, bytes.NewReader(b[:min(int64(len(b)), snap.ConfirmOffset-seg.Start)]), true, nil
-	}
-	if err := InstallSnapshot(vfs.OS(), dst, snap, next); err != nil {
-		t.Fatal(err)
-	}
+	cfg, dst := installedCopy(t, 200)
 	// What a killed first rebuild wrote: the source's queue and index
 	// files, not synced (os.WriteFile), where the rebuild puts them.
 	for _, sub := range []string{filepath.Join(consumeQueueDir, "rb", "0"), indexDir} {
-		from, to := filepath.Join(cfg.Dir, sub), filepath.Join(dst.Dir, sub)
-		names, err := os.ReadDir(from)
-		if err != nil || len(names) == 0 {
-			t.Fatalf("source files in %s: %v, %d", sub, err, len(names))
+		if n := copyUnsynced(t, filepath.Join(cfg.Dir, sub), filepath.Join(dst.Dir, sub), nil); n == 0 {
+			t.Fatalf("no source files in %s", sub)
 		}
-		if err := os.MkdirAll(to, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range names {
-			b, err := os.ReadFile(filepath.Join(from, n.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(to, n.Name()), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := src.Close(); err != nil {
-		t.Fatal(err)
 	}
 	sep := string(filepath.Separator)
 	m := vfs.NewMeter(func(name string) string {
@@ -104,4 +54,78 @@ func TestRebuildSyncsUnitsAnEarlierProcessLeft(t *testing.T) {
 	if r, err := s.GetMessages("rb", 0, 0, 1, 0, ""); err != nil || r.Status != Found {
 		t.Fatalf("first message after the rebuild: %v %v", err, r.Status)
 	}
+}
+
+// installedCopy writes msgs messages to queue 0 of topic "rb" in a source
+// store (header indexes 2.., key k<index>), installs a snapshot of it into a
+// second store's directory and closes the source. It returns both configs;
+// the destination has the commitlog and the rebuild marker, no queues.
+func installedCopy(t *testing.T, msgs int) (src, dst Config) {
+	t.Helper()
+	src = smallConfig(filepath.Join(t.TempDir(), "src"))
+	st := mustOpen(t, vfs.OS(), src)
+	if err := st.CreateTopic(header(1), TopicConfig{Name: "rb", Queues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(2); i < uint64(msgs)+2; i++ {
+		if _, err := st.AppendMessages(header(i), []message.Message{testMessage("rb", 0, int(i), nil)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	snap := st.CaptureSnapshot()
+	segs, err := st.SegmentFiles(snap.ConfirmOffset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst = smallConfig(filepath.Join(t.TempDir(), "dst"))
+	next := func() (int64, io.Reader, bool, error) {
+		if len(segs) == 0 {
+			return 0, nil, false, nil
+		}
+		seg := segs[0]
+		segs = segs[1:]
+		b, err := os.ReadFile(seg.Path)
+		if err != nil {
+			return 0, nil, false, err
+		}
+		return seg.Start, bytes.NewReader(b[:min(int64(len(b)), snap.ConfirmOffset-seg.Start)]), true, nil
+	}
+	if err := InstallSnapshot(vfs.OS(), dst, snap, next); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return src, dst
+}
+
+// copyUnsynced copies every file of directory from into to without a sync
+// (os.WriteFile), as a process killed before its flush leaves them; mangle,
+// if set, may change the bytes of the i-th file first. It returns how many
+// files it copied.
+func copyUnsynced(t *testing.T, from, to string, mangle func(i int, b []byte)) int {
+	t.Helper()
+	names, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range names {
+		b, err := os.ReadFile(filepath.Join(from, n.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mangle != nil {
+			mangle(i, b)
+		}
+		if err := os.WriteFile(filepath.Join(to, n.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return len(names)
 }
