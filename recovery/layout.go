@@ -9,7 +9,8 @@ const (
 	IndexDir        = "index"
 	// RebuildMarker, present in the store directory, says consume queues
 	// and index must be rebuilt from the whole commitlog on open (a
-	// snapshot was just installed). It is removed after the first
+	// snapshot was just installed, or a repair of lagging queues began
+	// and may have been cut short). It is removed after the first
 	// checkpoint that covers them.
 	RebuildMarker = "rebuild"
 )

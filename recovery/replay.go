@@ -153,11 +153,9 @@ func (r *Replay) Reindex(p *Plan) error {
 	return r.Range(from, p.ScanFrom, Scope{DispatchOnly: true, IndexOnly: true})
 }
 
-// RepairLagging finds queues whose consume queue holds fewer units than
-// the queue table says were written below scanFrom (a lost or deleted
-// consume-queue file, a snapshot install) and rebuilds them from the
-// commitlog start. The index is rebuilt along with them when it lags.
-func (r *Replay) RepairLagging(scanFrom int64) error {
+// Lagging returns the queues whose consume queue holds fewer units than the
+// queue table says were written (a lost or deleted consume-queue file).
+func (r *Replay) Lagging() map[meta.QueueKey]bool {
 	cqs := r.Target.ConsumeQueues()
 	lagging := map[meta.QueueKey]bool{}
 	for k, next := range r.Target.Meta().Queues {
@@ -166,13 +164,24 @@ func (r *Replay) RepairLagging(scanFrom int64) error {
 			lagging[k] = true
 		}
 	}
+	return lagging
+}
+
+// RepairLagging rebuilds the lagging queues (see Lagging) from the
+// commitlog start up to scanFrom. The caller makes the repair durable or
+// redoable: its units are unsynced until the next flush, so a power loss
+// before it can leave holes in older files that the next start's checks
+// (which see only the newest files) take for units; the store leaves the
+// rebuild marker first, so that start rebuilds every queue instead.
+func (r *Replay) RepairLagging(lagging map[meta.QueueKey]bool, scanFrom int64) error {
 	if len(lagging) == 0 {
 		return nil
 	}
 	r.Logger.Warn("rebuilding lagging consume queues from the commitlog", "queues", len(lagging), "from", r.Log.MinOffset())
+	cqs := r.Target.ConsumeQueues()
 	for k := range lagging {
 		if q := cqs.Get(k.Topic, k.Queue); q != nil {
-			q.Unflush() // see RebuildAll
+			q.Unflush() // the flush after the repair syncs every unit
 		}
 	}
 	return r.Range(r.Log.MinOffset(), scanFrom, Scope{DispatchOnly: true, Queues: lagging})

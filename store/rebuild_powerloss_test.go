@@ -1,7 +1,11 @@
 package store
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/raftmq/raftmq/consumequeue"
@@ -37,6 +41,58 @@ func TestRebuildRewritesUnitsAPowerLossZeroed(t *testing.T) {
 		r, err := s.GetMessages("rb", 0, off, 1, 0, "")
 		if err != nil || r.Status != Found {
 			t.Fatalf("message at queue offset %d after the rebuild: %v %v", off, err, r.Status)
+		}
+	}
+}
+
+// A repair of a queue whose files were lost, cut short before its units
+// were synced, then a power loss: the repaired files survive, but a page of
+// an older one reads as zeros. The next start sees the newest file full,
+// so the queue no longer lags, and served units that point at 0. The
+// repair now leaves the rebuild marker before it writes, so that start
+// rebuilds every queue. Here every consume-queue sync of the first start
+// fails (the repair's units stay unsynced), and the power loss is the
+// queue files as the repair wrote them, the first 10 units zeroed.
+func TestRepairOfLostQueueRedoneAfterPowerLoss(t *testing.T) {
+	const msgs = 200 // four queue files of 64 units
+	cfg, _ := installedCopy(t, msgs)
+	sub := filepath.Join(cfg.Dir, consumeQueueDir, "rb", "0")
+	written := t.TempDir() // what the repair writes: the same units
+	if n := copyUnsynced(t, sub, written, nil); n != 4 {
+		t.Fatalf("%d queue files, want 4", n)
+	}
+	if err := os.RemoveAll(sub); err != nil {
+		t.Fatal(err)
+	}
+	sep := string(filepath.Separator)
+	var failed atomic.Int64
+	failQueueSyncs := vfs.WithInjector(vfs.OS(), vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && strings.Contains(op.Path, sep+consumeQueueDir+sep) {
+			failed.Add(1)
+			return fmt.Errorf("%w: EIO on %s %s", vfs.ErrInjected, op.Kind, op.Path)
+		}
+		return nil
+	}))
+	if s, err := Open(failQueueSyncs, cfg); err == nil {
+		s.Close() // its flush fails too; the abort file stays
+	}
+	if failed.Load() == 0 {
+		t.Fatal("no consume-queue sync was attempted after the repair: the fault did not happen")
+	}
+	if err := os.RemoveAll(sub); err != nil {
+		t.Fatal(err)
+	}
+	copyUnsynced(t, written, sub, func(i int, b []byte) {
+		if i == 0 {
+			clear(b[:10*consumequeue.UnitSize]) // the page the power loss dropped
+		}
+	})
+	s := mustOpen(t, vfs.OS(), cfg)
+	defer s.Close()
+	for off := int64(0); off < msgs; off++ {
+		r, err := s.GetMessages("rb", 0, off, 1, 0, "")
+		if err != nil || r.Status != Found {
+			t.Fatalf("message at queue offset %d after the power loss: %v %v", off, err, r.Status)
 		}
 	}
 }

@@ -322,7 +322,29 @@ func (s *Store) recoverToCheckpoint(p *recovery.Plan, rp *recovery.Replay) (rebu
 			return false, err
 		}
 	}
-	return rebuilt, rp.RepairLagging(p.ScanFrom)
+	return s.repairLagging(rp, rebuilt, p.ScanFrom)
+}
+
+// repairLagging rebuilds the queues that hold fewer units than the queue
+// table says. The rebuild marker goes first (synced with its directory):
+// the repaired units are unsynced until the flush that ends Open, and a
+// power loss before it can leave holes in older queue files that the next
+// start would not see; with the marker, that start rebuilds every queue.
+// It reports whether the marker is there to remove after that flush.
+func (s *Store) repairLagging(rp *recovery.Replay, rebuilt bool, scanFrom int64) (bool, error) {
+	lagging := rp.Lagging()
+	if len(lagging) == 0 {
+		return rebuilt, nil
+	}
+	if !rebuilt {
+		if err := writeMarker(s.fs, s.cfg.Dir); err != nil {
+			return false, fmt.Errorf("store: mark the repair of lagging queues: %w", err)
+		}
+		if err := s.fs.SyncDir(s.cfg.Dir); err != nil {
+			return false, fmt.Errorf("store: mark the repair of lagging queues: %w", err)
+		}
+	}
+	return true, rp.RepairLagging(lagging, scanFrom)
 }
 
 func mbPerSec(n int64, d time.Duration) float64 {
