@@ -316,7 +316,7 @@ func fromStatus(s *pb.StatusResponse) ClusterStatus {
 	out := ClusterStatus{ID: s.GetId(), State: s.GetState(), LeaderID: s.GetLeaderId(),
 		LeaderRaftAddr: s.GetLeaderRaftAddr(), LeaderAPIAddr: s.GetLeaderApiAddr(), Term: s.GetTerm(),
 		CommitIndex: s.GetCommitIndex(), AppliedIndex: s.GetAppliedIndex(), ConfirmOffset: s.GetConfirmOffset(),
-		MinOffset: s.GetMinOffset(), MaxOffset: s.GetMaxOffset()}
+		MinOffset: s.GetMinOffset(), MaxOffset: s.GetMaxOffset(), DiskUsedPercent: int(s.GetDiskUsedPercent())}
 	for _, m := range s.GetMembers() {
 		out.Members = append(out.Members, wire.Member{ID: m.GetId(), RaftAddr: m.GetRaftAddr(), APIAddr: m.GetApiAddr(), Suffrage: m.GetSuffrage()})
 	}

@@ -35,6 +35,10 @@ type Stats struct {
 	Skipped  uint64 // entries at or below the store's applied index (replay)
 	Rejected uint64 // malformed or deterministically refused commands
 	Other    uint64 // configuration entries
+	// SpaceWaits counts entries whose apply waited for disk space;
+	// WaitingForSpace says one is waiting now.
+	SpaceWaits      uint64
+	WaitingForSpace bool
 }
 
 // Config wires an FSM to its store.
@@ -50,7 +54,17 @@ type Config struct {
 	// SnapshotBytes, if positive, makes SnapshotDue fire once the command
 	// bytes applied since the last snapshot reach it.
 	SnapshotBytes int64
+	// Done, closed when the node shuts down, ends a wait for disk space
+	// (the entry then fails with ErrFatal and is replayed after a restart).
+	Done <-chan struct{}
+	// SpaceRetry is the first pause of a wait for disk space; it doubles up
+	// to 32 times that. Zero means DefaultSpaceRetry.
+	SpaceRetry time.Duration
 }
+
+// DefaultSpaceRetry is the first pause between two tries of an entry the
+// store could not apply for lack of disk space.
+const DefaultSpaceRetry = 100 * time.Millisecond
 
 // FSM is the raft.BatchingFSM over a store.Store.
 type FSM struct {
@@ -63,6 +77,8 @@ type FSM struct {
 	fatal  error // FSM goroutine only
 
 	applied, skipped, rejected, other atomic.Uint64
+	waitingForSpace                   atomic.Bool
+	spaceWaits                        atomic.Uint64
 
 	// Raft log bytes (command entries) handed to the FSM, in total and as
 	// of the last snapshot capture, and entries likewise: the node's
@@ -98,7 +114,8 @@ func (f *FSM) Store() *store.Store { return f.st.Load() }
 // Stats returns the entry counters.
 func (f *FSM) Stats() Stats {
 	return Stats{Applied: f.applied.Load(), Skipped: f.skipped.Load(),
-		Rejected: f.rejected.Load(), Other: f.other.Load()}
+		Rejected: f.rejected.Load(), Other: f.other.Load(),
+		SpaceWaits: f.spaceWaits.Load(), WaitingForSpace: f.waitingForSpace.Load()}
 }
 
 // Members returns a copy of the server id → API address map.
@@ -165,6 +182,12 @@ func (f *FSM) applyOne(l *raft.Log) interface{} {
 		return f.reject(st, h, err)
 	}
 	resp, err := f.execute(st, &h, &cmd)
+	if err != nil && vfs.IsNoSpace(err) {
+		if resp, err = f.waitForSpace(l, &cmd, err); resp != nil && resp.Err != nil {
+			return resp // applied before the disk filled: results unknown
+		}
+		st = f.Store()
+	}
 	if err != nil {
 		return f.failed(st, h, err)
 	}
@@ -197,6 +220,72 @@ func (f *FSM) execute(st *store.Store, h *store.EntryHeader, cmd *Command) (*App
 		return &ApplyResponse{}, st.MarkApplied(*h)
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, cmd.Type)
+}
+
+// waitForSpace retries an entry the store could not apply because its disk
+// is full. The store failed closed, possibly with part of the entry
+// written, so each try reopens it first (recovery from disk cuts the
+// partial entry) and applies the entry again; pauses double from
+// Config.SpaceRetry. Retention, an operator or a topic delete replicated
+// before the entry frees space; until then this node applies nothing and
+// its Raft log falls behind, which the leader tolerates. It returns the
+// last error once Done is closed, or the entry's response: a response
+// with Err set if recovery found the entry already applied (its results
+// are not known here).
+func (f *FSM) waitForSpace(l *raft.Log, cmd *Command, cause error) (*ApplyResponse, error) {
+	f.spaceWaits.Add(1)
+	f.waitingForSpace.Store(true)
+	defer f.waitingForSpace.Store(false)
+	f.log.Error("disk full: applying paused, retrying until there is space", "index", l.Index, "error", cause)
+	pause := f.cfg.SpaceRetry
+	if pause <= 0 {
+		pause = DefaultSpaceRetry
+	}
+	maxPause := 32 * pause
+	for try := 1; ; try++ {
+		t := time.NewTimer(pause)
+		select {
+		case <-f.cfg.Done:
+			t.Stop()
+			return nil, cause
+		case <-t.C:
+		}
+		pause = min(2*pause, maxPause)
+		st, err := f.reopen()
+		if err == nil {
+			if idx, _ := st.Applied(); idx >= l.Index {
+				f.log.Info("disk has space again: the entry was stored before it filled", "index", l.Index, "tries", try)
+				return &ApplyResponse{Err: fmt.Errorf("entry %d: stored before the disk filled, results unknown: %w", l.Index, store.ErrAlreadyApplied)}, nil
+			}
+			h := store.EntryHeader{RaftIndex: l.Index, Term: l.Term, StoreTimestamp: f.lastTS}
+			var resp *ApplyResponse
+			if resp, err = f.execute(st, &h, cmd); err == nil {
+				f.log.Info("disk has space again: applying resumed", "index", l.Index, "tries", try)
+				return resp, nil
+			}
+		}
+		if !vfs.IsNoSpace(err) {
+			return nil, err
+		}
+		cause = err
+		if try == 1 || try%50 == 0 {
+			f.log.Warn("disk still full", "index", l.Index, "tries", try, "error", err)
+		}
+	}
+}
+
+// reopen closes the current store (failed closed: it keeps its abort file)
+// and opens it again, recovering from what is on disk.
+func (f *FSM) reopen() (*store.Store, error) {
+	if err := f.Store().Close(); err != nil && !errors.Is(err, store.ErrClosed) {
+		f.log.Debug("closing the failed store", "error", err)
+	}
+	st, err := store.Open(f.cfg.FS, f.cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	f.setStore(st)
+	return st, nil
 }
 
 // replayMember keeps the member map complete across restarts: a skipped

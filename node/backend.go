@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -32,10 +33,9 @@ func (n *Node) Send(ctx context.Context, msgs []message.Message) ([]store.PutRes
 	}
 	start := time.Now()
 	st := n.Store()
-	if used, limit := st.DiskUsedPercent(), n.cfg.Store.DiskWarningRatio; used >= limit {
+	if err := n.checkDiskRoom(); err != nil {
 		n.metrics.refusedDiskFull.Inc()
-		return nil, fmt.Errorf("node %s: disk %d%% used, at or above [store] DiskWarningRatio = %d; sends are refused until retention or a topic delete frees space: %w",
-			n.cfg.ID, used, limit, transport.ErrDiskFull)
+		return nil, err
 	}
 	for i := range msgs {
 		if err := st.ValidateMessage(&msgs[i]); err != nil {
@@ -48,6 +48,61 @@ func (n *Node) Send(ctx context.Context, msgs []message.Message) ([]store.PutRes
 		n.metrics.observeTopics(msgs)
 	}
 	return res, err
+}
+
+// diskReadEvery bounds how old the disk usage a send is checked against
+// may be: a fast producer can fill the headroom above DiskWarningRatio
+// faster than the store's flush tick reads it.
+const diskReadEvery = 50 * time.Millisecond
+
+// diskUsedPercent is the used share of this node's store disk, at most
+// diskReadEvery old, or 100 while its FSM waits for space to apply an
+// entry.
+func (n *Node) diskUsedPercent() int {
+	if n.fsm.Stats().WaitingForSpace {
+		return 100
+	}
+	now := time.Now().UnixNano()
+	if now-n.diskReadAt.Load() >= int64(diskReadEvery) {
+		n.diskUsed.Store(int64(n.Store().ReadDiskUsedPercent()))
+		n.diskReadAt.Store(now)
+	}
+	return int(n.diskUsed.Load())
+}
+
+// checkDiskRoom refuses a send (transport.ErrDiskFull) when this node's
+// disk, or the disks of so many voters that no quorum is left with room,
+// are at or above [store] DiskWarningRatio (peers as they last reported).
+func (n *Node) checkDiskRoom() error {
+	limit := n.cfg.Store.DiskWarningRatio
+	if used := n.diskUsedPercent(); used >= limit {
+		return fmt.Errorf("node %s: disk %d%% used, at or above [store] DiskWarningRatio = %d; sends are refused until retention or a topic delete frees space: %w",
+			n.cfg.ID, used, limit, transport.ErrDiskFull)
+	}
+	full := n.peers.full(limit, time.Now())
+	if len(full) == 0 {
+		return nil
+	}
+	cfg := n.raft.GetConfiguration()
+	if cfg.Error() != nil {
+		return nil
+	}
+	voters, fullVoters := 0, []string{}
+	for _, s := range cfg.Configuration().Servers {
+		if s.Suffrage != raft.Voter {
+			continue
+		}
+		voters++
+		if used, ok := full[string(s.ID)]; ok {
+			fullVoters = append(fullVoters, fmt.Sprintf("%s (%d%%)", s.ID, used))
+		}
+	}
+	if voters-len(fullVoters) >= voters/2+1 {
+		return nil
+	}
+	sort.Strings(fullVoters)
+	return fmt.Errorf("node %s: disks at or above [store] DiskWarningRatio = %d%% on %s, leaving no quorum of %d voters with room; sends are refused until retention or a topic delete frees space: %w",
+		n.cfg.ID, limit, strings.Join(fullVoters, ", "), voters, transport.ErrDiskFull)
 }
 
 // CommitOffsets replicates consumer-group offsets.
@@ -99,6 +154,7 @@ func (n *Node) Status() wire.ClusterStatus {
 		s.AppliedIndex = idx // raft's lastApplied moves before the FSM has applied
 	}
 	s.Members = n.members(members)
+	s.DiskUsedPercent = n.diskUsedPercent()
 	return s
 }
 

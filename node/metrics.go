@@ -154,11 +154,13 @@ var (
 	gTopicConsumed   = newCounter("topic_consumed_messages_total", "Messages this node's API answered pulls with, per topic.", "topic")
 	gGroupLag        = newGauge("group_lag_messages", "Messages a consumer group has still to read per queue of the topics it committed offsets in: max offset - committed offset (floored at 0), or max - min where it committed none; from this node's store at scrape time.", "group", "topic", "queue")
 	gDiskUsed        = newGauge("disk_used_ratio", "Used share (0..1) of the file system holding the store, as df counts it; 0 when unknown. Sends are refused at [store] DiskWarningRatio.")
+	gSpaceWaits      = newCounter("fsm_space_waits_total", "Entries whose apply waited for disk space (the store's disk was full; the FSM reopens the store and retries until there is room).")
+	gWaitingSpace    = newGauge("fsm_waiting_for_space", "1 while the FSM waits for disk space to apply an entry.")
 	gDiskWritten     = newCounter("disk_write_bytes_total", "Bytes this node wrote to disk by file: write()/pwrite bytes, plus the page-aligned cover of msync'd mmap ranges (fallocate, truncate, directory syncs and the file system journal excluded).", "file")
 )
 
 var allGauges = []gauge{gCommitlogOffset, gFlushLag, gStoreMessages, gStoreBytes, gStoreEntries, gStoreSize, gRecovery,
-	gRaftState, gRaftTerm, gRaftIndex, gFSMEntries, gReady, gTopicConsumed, gGroupLag, gDiskUsed, gDiskWritten}
+	gRaftState, gRaftTerm, gRaftIndex, gFSMEntries, gReady, gTopicConsumed, gGroupLag, gDiskUsed, gSpaceWaits, gWaitingSpace, gDiskWritten}
 
 // Disk meter classes (raftmq_disk_write_bytes_total{file}). "raftlog" is
 // not counted through vfs: the Raft log store writes its own files and
@@ -254,6 +256,12 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(gFSMEntries, float64(fs.Skipped), "skipped")
 	emit(gFSMEntries, float64(fs.Rejected), "rejected")
 	emit(gFSMEntries, float64(fs.Other), "other")
+	emit(gSpaceWaits, float64(fs.SpaceWaits))
+	waiting := 0.0
+	if fs.WaitingForSpace {
+		waiting = 1
+	}
+	emit(gWaitingSpace, waiting)
 	ready := 0.0
 	if c.n.isReady.Load() {
 		ready = 1

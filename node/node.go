@@ -38,11 +38,15 @@ type Node struct {
 	snaps *snapstore.Store
 
 	batcher *batcher
-	metrics *metrics
-	api     *transport.Server
-	apiLis  net.Listener
-	httpSrv *http.Server
-	httpLis net.Listener
+	peers   *peerDisks // the leader's view of its peers' disks
+	// diskUsed is the store disk's used percent as read at diskReadAt
+	// (unix ns): see diskUsedPercent.
+	diskUsed, diskReadAt atomic.Int64
+	metrics              *metrics
+	api                  *transport.Server
+	apiLis               net.Listener
+	httpSrv              *http.Server
+	httpLis              net.Listener
 
 	readyMu sync.Mutex
 	ready   chan struct{} // closed while leader and the barrier passed
@@ -61,7 +65,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, fs: cfg.FS, log: cfg.Logger, ready: make(chan struct{}),
-		stop: make(chan struct{}), fatal: make(chan error, 1)}
+		stop: make(chan struct{}), fatal: make(chan error, 1), peers: newPeerDisks()}
 	if n.fs == nil {
 		n.fs = vfs.OS()
 	}
@@ -83,8 +87,9 @@ func (n *Node) open() error {
 	sc := n.cfg.storeConfig()
 	sc.Logger = n.log.Named("store")
 	// A failed sync closes the store to writes; the node stops, and the
-	// next start recovers from what is really on disk.
-	sc.OnFailure = n.onFatal
+	// next start recovers from what is really on disk. A full disk does
+	// not stop it: the FSM reopens the store when there is space again.
+	sc.OnFailure = n.onStoreFailure
 	if err := n.fs.MkdirAll(sc.Dir, 0o755); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
@@ -93,13 +98,24 @@ func (n *Node) open() error {
 		return fmt.Errorf("node: open store: %w", err)
 	}
 	n.fsm = fsm.New(st, fsm.Config{FS: n.fs, Store: sc, Logger: n.log.Named("fsm"), OnFatal: n.onFatal,
-		SnapshotBytes: n.cfg.Raft.SnapshotBytes})
+		SnapshotBytes: n.cfg.Raft.SnapshotBytes, Done: n.stop})
 	if err := n.openRaft(); err != nil {
 		return err
 	}
 	n.metrics = newMetrics(n)
 	n.batcher = newBatcher(n)
 	return n.startServers()
+}
+
+// onStoreFailure stops the node when its store failed closed, except for a
+// full disk: the FSM then waits for space and reopens the store itself
+// (fsm.Config.SpaceRetry), and the node keeps serving reads and votes.
+func (n *Node) onStoreFailure(err error) {
+	if vfs.IsNoSpace(err) {
+		n.log.Warn("store disk full: writes stop until there is space", "error", err)
+		return
+	}
+	n.onFatal(err)
 }
 
 func (n *Node) onFatal(err error) {
@@ -236,6 +252,7 @@ func (n *Node) startServers() error {
 		}
 	})
 	n.goroutine(n.leaderLoop)
+	n.goroutine(func() { n.peers.run(n) })
 	n.goroutine(n.snapshotBySize)
 	n.goroutine(n.batcher.run)
 	if n.cfg.Join != "" {

@@ -419,6 +419,10 @@ func (s *Store) ConfirmOffset() int64 {
 // the file system cannot tell (vfs.ErrNoSpaceInfo).
 func (s *Store) DiskUsedPercent() int { return int(s.counters.diskUsedPercent.Load()) }
 
+// ReadDiskUsedPercent is DiskUsedPercent read from the file system now
+// (one statfs).
+func (s *Store) ReadDiskUsedPercent() int { return s.diskUsedPercent() }
+
 // RecoveryPlan is what the last Open decided (tests and diagnostics).
 func (s *Store) RecoveryPlan() recovery.Plan { return s.plan }
 

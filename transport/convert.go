@@ -160,6 +160,7 @@ func fromClusterStatus(s wire.ClusterStatus) *pb.StatusResponse {
 		LeaderRaftAddr: s.LeaderRaftAddr, LeaderApiAddr: s.LeaderAPIAddr,
 		Term: s.Term, CommitIndex: s.CommitIndex, AppliedIndex: s.AppliedIndex,
 		ConfirmOffset: s.ConfirmOffset, MinOffset: s.MinOffset, MaxOffset: s.MaxOffset,
+		DiskUsedPercent: int32(s.DiskUsedPercent),
 	}
 	for _, m := range s.Members {
 		out.Members = append(out.Members, &pb.Member{Id: m.ID, RaftAddr: m.RaftAddr, ApiAddr: m.APIAddr, Suffrage: m.Suffrage})

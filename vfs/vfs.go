@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"syscall"
 )
 
 // NoFd is returned by File.Fd when the file has no operating-system
@@ -22,6 +23,11 @@ var ErrInjected = errors.New("vfs: injected error")
 // ErrNoSpaceInfo is returned by FS.Space when the file system cannot tell
 // its size (a MemFS without a capacity, a platform without statfs).
 var ErrNoSpaceInfo = errors.New("vfs: file system size unknown")
+
+// IsNoSpace reports whether err says the file system is full (ENOSPC, from
+// a write, a fallocate or a file creation): unlike other I/O errors it
+// clears once space is freed, so a writer may wait and retry.
+func IsNoSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }
 
 // Space is the size of a file system, in bytes, as statfs(2) reports it.
 // Free counts the blocks reserved for root too; Avail is what an

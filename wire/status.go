@@ -29,6 +29,9 @@ type ClusterStatus struct {
 	MinOffset      int64
 	MaxOffset      int64
 	Members        []Member
+	// DiskUsedPercent is the used share of the disk holding the node's
+	// store (0 when unknown), 100 while it waits for space to apply.
+	DiskUsedPercent int
 }
 
 // HasLeader reports whether a leader is known.

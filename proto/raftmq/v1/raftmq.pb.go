@@ -2536,8 +2536,13 @@ type StatusResponse struct {
 	MinOffset      int64                  `protobuf:"varint,10,opt,name=min_offset,json=minOffset,proto3" json:"min_offset,omitempty"`
 	MaxOffset      int64                  `protobuf:"varint,11,opt,name=max_offset,json=maxOffset,proto3" json:"max_offset,omitempty"`
 	Members        []*Member              `protobuf:"bytes,12,rep,name=members,proto3" json:"members,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Used share of the disk holding this node's store, in percent (0 when
+	// unknown); 100 while the node waits for space to apply an entry. A
+	// leader refuses sends when fewer than a quorum of voters are below the
+	// disk warning ratio.
+	DiskUsedPercent int32 `protobuf:"varint,13,opt,name=disk_used_percent,json=diskUsedPercent,proto3" json:"disk_used_percent,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -2652,6 +2657,13 @@ func (x *StatusResponse) GetMembers() []*Member {
 		return x.Members
 	}
 	return nil
+}
+
+func (x *StatusResponse) GetDiskUsedPercent() int32 {
+	if x != nil {
+		return x.DiskUsedPercent
+	}
+	return 0
 }
 
 type JoinRequest struct {
@@ -3087,7 +3099,7 @@ const file_raftmq_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x19\n" +
 	"\bapi_addr\x18\x03 \x01(\tR\aapiAddr\x12\x1a\n" +
-	"\bsuffrage\x18\x04 \x01(\tR\bsuffrage\"\x93\x03\n" +
+	"\bsuffrage\x18\x04 \x01(\tR\bsuffrage\"\xbf\x03\n" +
 	"\x0eStatusResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -3103,7 +3115,8 @@ const file_raftmq_proto_rawDesc = "" +
 	" \x01(\x03R\tminOffset\x12\x1d\n" +
 	"\n" +
 	"max_offset\x18\v \x01(\x03R\tmaxOffset\x12+\n" +
-	"\amembers\x18\f \x03(\v2\x11.raftmq.v1.MemberR\amembers\"U\n" +
+	"\amembers\x18\f \x03(\v2\x11.raftmq.v1.MemberR\amembers\x12*\n" +
+	"\x11disk_used_percent\x18\r \x01(\x05R\x0fdiskUsedPercent\"U\n" +
 	"\vJoinRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x19\n" +

@@ -1,0 +1,129 @@
+package node
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
+)
+
+// peerDiskInterval is how often a leader asks its peers how full their disks
+// are; a report older than peerDiskStale no longer counts.
+const (
+	peerDiskInterval = time.Second
+	peerDiskStale    = 5 * peerDiskInterval
+)
+
+// diskReport is a peer's answer: its used disk share and when it came.
+type diskReport struct {
+	usedPercent int
+	at          time.Time
+}
+
+// peerDisks holds the leader's latest disk report from each peer (asked
+// through the peers' Status RPC), so that a send is refused before it is
+// proposed when fewer than a quorum of voters have room to store it: a
+// follower whose disk is full cannot apply the entry, and a quorum of such
+// followers cannot even append it to their Raft logs.
+type peerDisks struct {
+	mu      sync.Mutex
+	reports map[string]diskReport // by server ID
+	conns   map[string]*grpc.ClientConn
+}
+
+func newPeerDisks() *peerDisks {
+	return &peerDisks{reports: map[string]diskReport{}, conns: map[string]*grpc.ClientConn{}}
+}
+
+// run polls the peers while this node leads, until stop closes.
+func (p *peerDisks) run(n *Node) {
+	defer p.closeConns()
+	t := time.NewTicker(peerDiskInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		if n.raft.State() == raft.Leader {
+			p.poll(n)
+		}
+	}
+}
+
+// poll asks every other member for its status, in parallel, each bounded
+// by the poll interval; an unreachable peer keeps its older report until
+// it goes stale.
+func (p *peerDisks) poll(n *Node) {
+	ctx, cancel := context.WithTimeout(context.Background(), peerDiskInterval)
+	defer cancel()
+	var wg sync.WaitGroup
+	for id, addr := range n.fsm.Members() {
+		if id == n.cfg.ID || addr == "" {
+			continue
+		}
+		cc, err := p.conn(addr)
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := pb.NewRaftMQClient(cc).Status(ctx, &pb.StatusRequest{})
+			if err != nil || resp.GetId() != id {
+				return
+			}
+			p.mu.Lock()
+			p.reports[id] = diskReport{usedPercent: int(resp.GetDiskUsedPercent()), at: time.Now()}
+			p.mu.Unlock()
+		}()
+	}
+	wg.Wait()
+}
+
+func (p *peerDisks) conn(addr string) (*grpc.ClientConn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cc, ok := p.conns[addr]; ok {
+		return cc, nil
+	}
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	p.conns[addr] = cc
+	return cc, nil
+}
+
+func (p *peerDisks) closeConns() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for addr, cc := range p.conns {
+		_ = cc.Close()
+		delete(p.conns, addr)
+	}
+}
+
+// full lists the peers whose fresh report is at or above limit. A peer
+// without a fresh report counts as having room: refusing on no news would
+// stop every send for a poll interval after each election.
+func (p *peerDisks) full(limit int, now time.Time) map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out map[string]int
+	for id, r := range p.reports {
+		if now.Sub(r.at) < peerDiskStale && r.usedPercent >= limit {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[id] = r.usedPercent
+		}
+	}
+	return out
+}
