@@ -93,6 +93,9 @@ type memberRow struct {
 	AppliedIndex  uint64 `json:"appliedIndex"`
 	ConfirmOffset int64  `json:"confirmOffset"`
 	MaxOffset     int64  `json:"maxOffset"`
+	// DiskUsedPercent: the store disk's used share (0: unknown), 100 while
+	// the node waits for space to apply an entry.
+	DiskUsedPercent int `json:"diskUsedPercent"`
 }
 
 // clusterStatus prints the leader's view and every member's own status. It
@@ -108,7 +111,7 @@ func clusterStatus(e *env, c *client.Client) error {
 		if m.APIAddr != "" {
 			if ms, err := c.StatusOf(e.ctx, m.APIAddr); err == nil {
 				r.Reachable, r.State, r.CommitIndex, r.AppliedIndex = true, ms.State, ms.CommitIndex, ms.AppliedIndex
-				r.ConfirmOffset, r.MaxOffset = ms.ConfirmOffset, ms.MaxOffset
+				r.ConfirmOffset, r.MaxOffset, r.DiskUsedPercent = ms.ConfirmOffset, ms.MaxOffset, ms.DiskUsedPercent
 			}
 		}
 		rows = append(rows, r)
@@ -127,14 +130,14 @@ func clusterStatus(e *env, c *client.Client) error {
 			fmt.Fprintf(e.stdout, "no leader (asked %s, %s), term %d\n", st.ID, st.State, st.Term)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSUFFRAGE\tRAFT\tAPI\tSTATE\tCOMMIT\tAPPLIED\tCONFIRM\tMAX")
+		fmt.Fprintln(tw, "ID\tSUFFRAGE\tRAFT\tAPI\tSTATE\tCOMMIT\tAPPLIED\tCONFIRM\tMAX\tDISK")
 		for _, r := range rows {
 			if !r.Reachable {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\tunreachable\t-\t-\t-\t-\n", r.ID, r.Suffrage, r.RaftAddr, r.APIAddr)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\tunreachable\t-\t-\t-\t-\t-\n", r.ID, r.Suffrage, r.RaftAddr, r.APIAddr)
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", r.ID, r.Suffrage, r.RaftAddr, r.APIAddr,
-				r.State, r.CommitIndex, r.AppliedIndex, r.ConfirmOffset, r.MaxOffset)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, r.Suffrage, r.RaftAddr, r.APIAddr,
+				r.State, r.CommitIndex, r.AppliedIndex, r.ConfirmOffset, r.MaxOffset, diskColumn(r.DiskUsedPercent))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -144,6 +147,14 @@ func clusterStatus(e *env, c *client.Client) error {
 		return fmt.Errorf("%w (term %d, asked %s)", errNoLeader, st.Term, st.ID)
 	}
 	return nil
+}
+
+// diskColumn shows a used disk share, "-" when the node cannot tell.
+func diskColumn(percent int) string {
+	if percent <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d%%", percent)
 }
 
 func statusJSON(s client.ClusterStatus) map[string]any {
