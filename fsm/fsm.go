@@ -60,6 +60,9 @@ type Config struct {
 	// SpaceRetry is the first pause of a wait for disk space; it doubles up
 	// to 32 times that. Zero means DefaultSpaceRetry.
 	SpaceRetry time.Duration
+	// OnSpaceWait, if set, is called from the FSM goroutine when a wait for
+	// disk space begins (a leader hands leadership over).
+	OnSpaceWait func()
 }
 
 // DefaultSpaceRetry is the first pause between two tries of an entry the
@@ -237,6 +240,9 @@ func (f *FSM) waitForSpace(l *raft.Log, cmd *Command, cause error) (*ApplyRespon
 	f.waitingForSpace.Store(true)
 	defer f.waitingForSpace.Store(false)
 	f.log.Error("disk full: applying paused, retrying until there is space", "index", l.Index, "error", cause)
+	if f.cfg.OnSpaceWait != nil {
+		f.cfg.OnSpaceWait()
+	}
 	pause := f.cfg.SpaceRetry
 	if pause <= 0 {
 		pause = DefaultSpaceRetry

@@ -17,6 +17,7 @@ import (
 type diskFull struct {
 	full   atomic.Bool
 	failed atomic.Int64
+	waits  atomic.Int64 // OnSpaceWait calls
 }
 
 func (d *diskFull) MaybeError(op vfs.Op) error {
@@ -40,7 +41,7 @@ func newFullDiskFSM(t *testing.T, done <-chan struct{}) (*testFSM, *diskFull) {
 	}
 	f := &testFSM{fs: mem, cfg: cfg}
 	f.FSM = New(st, Config{FS: fs, Store: cfg, Done: done, SpaceRetry: time.Millisecond,
-		OnFatal: func(err error) { f.fatalErr = err }})
+		OnFatal: func(err error) { f.fatalErr = err }, OnSpaceWait: func() { disk.waits.Add(1) }})
 	t.Cleanup(func() { _ = f.Store().Close() })
 	if r := f.Apply(entry(t, 1, Command{Type: CmdCreateTopic, Topic: store.TopicConfig{Name: "T", Queues: 4, Perm: 6}})).(*ApplyResponse); r.Err != nil {
 		t.Fatal(r.Err)
@@ -117,8 +118,8 @@ func TestApplyWaitsForSpace(t *testing.T) {
 	if want := int(idx) * 13; got != want { // entries 2..idx+1, 13 of each 50 to queue 0
 		t.Fatalf("queue 0 holds %d messages, want %d", got, want)
 	}
-	if s := f.Stats(); s.SpaceWaits != 1 || s.WaitingForSpace {
-		t.Fatalf("stats %+v, want one space wait, none now", s)
+	if s := f.Stats(); s.SpaceWaits != 1 || s.WaitingForSpace || disk.waits.Load() != 1 {
+		t.Fatalf("stats %+v, OnSpaceWait called %d times, want one space wait, none now", s, disk.waits.Load())
 	}
 }
 

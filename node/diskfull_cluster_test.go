@@ -21,7 +21,7 @@ import (
 )
 
 // Three nodes, each with its data (store, Raft log, snapshots) on its own
-// 16 MiB tmpfs, and disks filled for real:
+// 32 MiB tmpfs, and disks filled for real:
 //   - a follower whose disk fills while it applies waits for space instead
 //     of exiting, the cluster goes on with the other two, and it catches up
 //     once space is freed;
@@ -35,7 +35,7 @@ import (
 // acknowledged message reads back on every node.
 func TestClusterFullDisks(t *testing.T) {
 	testenv.Require(t, tmpfsWhy())
-	const fsSize = 16 << 20
+	const fsSize = 32 << 20
 	mounts := map[string]string{}
 	c := startClusterWith(t, 3, func(cfg *Config) {
 		mounts[cfg.ID] = mountTmpfs(t, fsSize)
@@ -62,7 +62,7 @@ func TestClusterFullDisks(t *testing.T) {
 	if err := l.CreateTopic(ctx, store.TopicConfig{Name: "wide", Queues: 32, Perm: 6}); err != nil {
 		t.Fatal(err)
 	}
-	wide := make([]message.Message, 64)
+	wide := make([]message.Message, 32)
 	for i := range wide {
 		wide[i] = message.Message{Topic: "wide", QueueID: int32(i % 32), BornTimestamp: 1, Body: fmt.Appendf(nil, "wide-%d", i)}
 	}
@@ -71,15 +71,18 @@ func TestClusterFullDisks(t *testing.T) {
 	}
 
 	// 1. A follower's disk fills under it while it applies.
+	// The commitlog within 48 KiB of a segment's end (entries of 17 KiB
+	// cannot step past that window), on the follower too.
 	segSize := c.cfgs[0].Store.CommitLogFileSize
-	waitFor(t, "the leader's commitlog past the middle of a segment", time.Minute, func() bool {
+	waitFor(t, "the leader's commitlog near a segment's end", time.Minute, func() bool {
 		if err := acked.send(ctx, l, batch("T", "pre", 16, 1024)); err != nil {
 			t.Fatal(err)
 		}
-		return l.Store().Stats().MaxOffset%segSize > segSize/2
+		return l.Store().Stats().MaxOffset%segSize > segSize-48<<10
 	})
-	// Less free space than a new segment takes, more than the Raft log
-	// needs for the entries that fill the current one.
+	c.converge()
+	// Less free space than the follower's next segment takes, more than
+	// its Raft log needs for the three entries that fill the current one.
 	ballast1 := fillDisk(t, mounts[f1.cfg.ID], leaveFree(200<<10))
 	waitFor(t, "the follower to wait for disk space", time.Minute, func() bool {
 		if err := acked.send(ctx, l, batch("T", "f1full", 16, 1024)); err != nil {
@@ -117,13 +120,16 @@ func TestClusterFullDisks(t *testing.T) {
 	})
 	removeFile(t, b1)
 
-	// 3. Every disk above the ratio, then a topic delete frees space.
+	// 3. Every disk above the ratio, then a topic delete frees space. One
+	// producer sending 4 KiB at a time writes a few MB/s: a peer's disk
+	// report (every 250 ms) comes before the 3.2 MiB of headroom above the
+	// ratio is gone, as on a real disk whose headroom is gigabytes.
 	refused = nil
 	for i := 0; refused == nil; i++ {
-		if i == 5000 {
-			t.Fatal("5,000 sends and no disk is full")
+		if i == 20000 {
+			t.Fatal("20,000 sends and no disk is full")
 		}
-		refused = acked.send(ctx, l, batch("T", "fill", 16, 1024))
+		refused = acked.send(ctx, l, batch("T", "fill", 4, 1024))
 	}
 	if !errors.Is(refused, transport.ErrDiskFull) {
 		t.Fatalf("send on full disks: %v, want ErrDiskFull", refused)

@@ -98,7 +98,7 @@ func (n *Node) open() error {
 		return fmt.Errorf("node: open store: %w", err)
 	}
 	n.fsm = fsm.New(st, fsm.Config{FS: n.fs, Store: sc, Logger: n.log.Named("fsm"), OnFatal: n.onFatal,
-		SnapshotBytes: n.cfg.Raft.SnapshotBytes, Done: n.stop})
+		SnapshotBytes: n.cfg.Raft.SnapshotBytes, Done: n.stop, OnSpaceWait: n.handOverWhileFull})
 	if err := n.openRaft(); err != nil {
 		return err
 	}
@@ -116,6 +116,22 @@ func (n *Node) onStoreFailure(err error) {
 		return
 	}
 	n.onFatal(err)
+}
+
+// handOverWhileFull hands leadership to another voter when this node's FSM
+// starts waiting for disk space: a leader that cannot apply answers no
+// send and serves reads from a store it keeps reopening.
+func (n *Node) handOverWhileFull() {
+	if n.raft == nil || n.raft.State() != raft.Leader {
+		return
+	}
+	n.goroutine(func() {
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.log.Warn("disk full: leadership transfer failed", "error", err)
+			return
+		}
+		n.log.Warn("disk full: leadership handed over while this node waits for space")
+	})
 }
 
 func (n *Node) onFatal(err error) {

@@ -13,10 +13,12 @@ import (
 )
 
 // peerDiskInterval is how often a leader asks its peers how full their disks
-// are; a report older than peerDiskStale no longer counts.
+// are (a follower's disk may fill faster than the leader's: the headroom
+// above the warning ratio must outlast this interval of writes); a report
+// older than peerDiskStale no longer counts.
 const (
-	peerDiskInterval = time.Second
-	peerDiskStale    = 5 * peerDiskInterval
+	peerDiskInterval = 250 * time.Millisecond
+	peerDiskStale    = 8 * peerDiskInterval
 )
 
 // diskReport is a peer's answer: its used disk share and when it came.
