@@ -109,7 +109,7 @@ func (n *Node) open() error {
 
 // onStoreFailure stops the node when its store failed closed, except for a
 // full disk: the FSM then waits for space and reopens the store itself
-// (fsm.Config.SpaceRetry), and the node keeps serving reads and votes.
+// (fsm.Config.SpaceRetry); the README lists what the node cannot do meanwhile.
 func (n *Node) onStoreFailure(err error) {
 	if vfs.IsNoSpace(err) {
 		n.log.Warn("store disk full: writes stop until there is space", "error", err)
