@@ -47,26 +47,24 @@ func TestClusterFullDisks(t *testing.T) {
 		// raft-boltdb grows its file in small steps; raft-wal would take
 		// 64 MiB up front for its first segment.
 		cfg.Raft.LogStore = LogStoreBolt
+		// The test is about disks, not failover: timeouts that a loaded
+		// machine does not trip (CI saw a leader step down 1 s after the
+		// start with the 300 ms default of these tests). A leader change
+		// that comes anyway is followed by sendLeader.
+		cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout, cfg.Raft.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
 	})
-	l := c.leader()
-	var followers []*Node
-	for _, n := range c.nodes {
-		if n != l {
-			followers = append(followers, n)
-		}
-	}
-	f1, f2 := followers[0], followers[1]
-	acked := &ackedLog{}
+	_, f1, f2 := c.roles()
+	acked := &ackedLog{c: c}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	if err := l.CreateTopic(ctx, store.TopicConfig{Name: "wide", Queues: 32, Perm: 6}); err != nil {
+	if err := c.leader().CreateTopic(ctx, store.TopicConfig{Name: "wide", Queues: 32, Perm: 6}); err != nil {
 		t.Fatal(err)
 	}
 	wide := make([]message.Message, 32)
 	for i := range wide {
 		wide[i] = message.Message{Topic: "wide", QueueID: int32(i % 32), BornTimestamp: 1, Body: fmt.Appendf(nil, "wide-%d", i)}
 	}
-	if err := acked.send(ctx, l, wide); err != nil {
+	if err := acked.sendLeader(ctx, wide); err != nil {
 		t.Fatal(err)
 	}
 
@@ -75,24 +73,24 @@ func TestClusterFullDisks(t *testing.T) {
 	// cannot step past that window), on the follower too.
 	segSize := c.cfgs[0].Store.CommitLogFileSize
 	waitFor(t, "the leader's commitlog near a segment's end", time.Minute, func() bool {
-		if err := acked.send(ctx, l, batch("T", "pre", 16, 1024)); err != nil {
+		if err := acked.sendLeader(ctx, batch("T", "pre", 16, 1024)); err != nil {
 			t.Fatal(err)
 		}
-		return l.Store().Stats().MaxOffset%segSize > segSize-48<<10
+		return c.leader().Store().Stats().MaxOffset%segSize > segSize-48<<10
 	})
 	c.converge()
 	// Less free space than the follower's next segment takes, more than
 	// its Raft log needs for the three entries that fill the current one.
 	ballast1 := fillDisk(t, mounts[f1.cfg.ID], leaveFree(200<<10))
 	waitFor(t, "the follower to wait for disk space", time.Minute, func() bool {
-		if err := acked.send(ctx, l, batch("T", "f1full", 16, 1024)); err != nil {
+		if err := acked.sendLeader(ctx, batch("T", "f1full", 16, 1024)); err != nil {
 			t.Fatalf("send while one follower's disk is full: %v", err)
 		}
 		return f1.fsm.Stats().WaitingForSpace
 	})
 	t.Logf("follower %s waits for disk space (%d%% used); sends go on", f1.cfg.ID, f1.diskUsedPercent())
 	for range 5 {
-		if err := acked.send(ctx, l, batch("T", "f1wait", 16, 1024)); err != nil {
+		if err := acked.sendLeader(ctx, batch("T", "f1wait", 16, 1024)); err != nil {
 			t.Fatalf("send while one follower waits for space: %v", err)
 		}
 	}
@@ -103,11 +101,12 @@ func TestClusterFullDisks(t *testing.T) {
 	c.converge()
 
 	// 2. Both followers above the warning ratio: no quorum has room.
+	_, f1, f2 = c.roles()
 	b1 := fillDisk(t, mounts[f1.cfg.ID], usedPercent(93))
 	b2 := fillDisk(t, mounts[f2.cfg.ID], usedPercent(93))
 	var refused error
 	waitFor(t, "the leader to refuse sends for its followers' disks", 15*time.Second, func() bool {
-		refused = acked.send(ctx, l, batch("T", "quorum", 1, 1024))
+		refused = acked.sendLeader(ctx, batch("T", "quorum", 1, 1024))
 		return refused != nil
 	})
 	if !errors.Is(refused, transport.ErrDiskFull) || !strings.Contains(refused.Error(), "no quorum") {
@@ -116,7 +115,7 @@ func TestClusterFullDisks(t *testing.T) {
 	t.Logf("refused: %v", refused)
 	removeFile(t, b2)
 	waitFor(t, "sends to resume with one follower's disk freed", 15*time.Second, func() bool {
-		return acked.send(ctx, l, batch("T", "quorum", 1, 1024)) == nil
+		return acked.sendLeader(ctx, batch("T", "quorum", 1, 1024)) == nil
 	})
 	removeFile(t, b1)
 
@@ -129,18 +128,18 @@ func TestClusterFullDisks(t *testing.T) {
 		if i == 20000 {
 			t.Fatal("20,000 sends and no disk is full")
 		}
-		refused = acked.send(ctx, l, batch("T", "fill", 4, 1024))
+		refused = acked.sendLeader(ctx, batch("T", "fill", 4, 1024))
 	}
 	if !errors.Is(refused, transport.ErrDiskFull) {
 		t.Fatalf("send on full disks: %v, want ErrDiskFull", refused)
 	}
-	t.Logf("refused: %v (disks %d%% %d%% %d%%)", refused, l.diskUsedPercent(), f1.diskUsedPercent(), f2.diskUsedPercent())
-	if err := l.DeleteTopic(ctx, "wide"); err != nil {
+	t.Logf("refused: %v (disks %d%% %d%% %d%%)", refused, c.leader().diskUsedPercent(), f1.diskUsedPercent(), f2.diskUsedPercent())
+	if err := c.leader().DeleteTopic(ctx, "wide"); err != nil {
 		t.Fatal(err)
 	}
 	acked.forget("wide")
 	waitFor(t, "sends to resume after the topic delete", 15*time.Second, func() bool {
-		return acked.send(ctx, l, batch("T", "after", 1, 1024)) == nil
+		return acked.sendLeader(ctx, batch("T", "after", 1, 1024)) == nil
 	})
 
 	for _, n := range c.nodes {
@@ -159,7 +158,38 @@ func TestClusterFullDisks(t *testing.T) {
 
 // ackedLog records every acknowledged message by topic, queue and offset.
 type ackedLog struct {
+	c    *cluster
 	msgs map[string]map[[2]int64][]byte // topic -> (queue, offset) -> body
+}
+
+// sendLeader sends ms to the current leader, and again to the next one
+// while the answer says leadership moved (not the leader, or an outcome
+// lost with the leadership: a message stored twice is at two positions,
+// and each position checked is one acknowledged). Any other error is
+// returned.
+func (a *ackedLog) sendLeader(ctx context.Context, ms []message.Message) error {
+	for try := 0; ; try++ {
+		l := a.c.leader()
+		err := a.send(ctx, l, ms)
+		moved := errors.Is(err, transport.ErrNotLeader) || errors.Is(err, transport.ErrOutcomeUnknown)
+		if !moved || try == 5 || ctx.Err() != nil {
+			return err
+		}
+		a.c.t.Logf("send to %s: %v; again to the leader", l.cfg.ID, err)
+	}
+}
+
+// roles is the ready leader and the two followers of a three-node cluster.
+func (c *cluster) roles() (l, f1, f2 *Node) {
+	c.t.Helper()
+	l = c.leader()
+	var followers []*Node
+	for _, n := range c.nodes {
+		if n != l {
+			followers = append(followers, n)
+		}
+	}
+	return l, followers[0], followers[1]
 }
 
 func (a *ackedLog) send(ctx context.Context, l *Node, ms []message.Message) error {

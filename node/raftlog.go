@@ -20,6 +20,9 @@ var peerMessages = []string{
 	"failed to appendEntries to", "failed to heartbeat to", "failed to make requestVote RPC",
 	"failed to pipeline appendEntries", "failed to start pipeline replication to",
 	"failed to decode incoming command", "peer has newer term, stopping replication",
+	// The answer to a peer's command could not be written: the peer hung
+	// up, or this node's transport closed the connection on shutdown.
+	"failed to flush response",
 }
 
 func isPeerMessage(msg string) bool {
