@@ -15,13 +15,18 @@
 // max(leader timestamp, last store timestamp) and the store host is the
 // leader's. A malformed command or a deterministic store refusal (bad topic,
 // topic exists, ...) is recorded with store.MarkApplied and answered with an
-// error, so every replica advances its applied index identically. A full
-// disk (ENOSPC, vfs.IsNoSpace) is waited out: the FSM reopens the store
-// (recovery from disk cuts whatever part of the entry was written) and
+// error, so every replica advances its applied index identically. A write
+// refused for lack of space (WaitsForSpace: ENOSPC, but not from a failed
+// sync) is waited out: the FSM reopens the store (recovery from disk cuts
+// whatever part of the entry was written), runs a retention pass and
 // applies the entry again, with pauses from Config.SpaceRetry doubling to
-// 32 times that, until it fits or Config.Done closes. Any other store
-// error (I/O, closed) is fatal: the FSM stops applying and calls
-// Config.OnFatal; the refused entries replay from the Raft log after restart.
+// 32 times that, until it fits or Config.Done closes. An entry the
+// reopened store already holds (its messages were written, their dispatch
+// to the consume queues was refused) keeps the first try's results; a
+// reopened store that lost entries it had applied is fatal. Any other
+// store error (I/O, closed, a failed sync) is fatal: the FSM stops applying
+// and calls Config.OnFatal; the refused entries replay from the Raft log
+// after restart.
 //
 // # Replay
 //

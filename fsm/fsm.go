@@ -60,8 +60,9 @@ type Config struct {
 	// SpaceRetry is the first pause of a wait for disk space; it doubles up
 	// to 32 times that. Zero means DefaultSpaceRetry.
 	SpaceRetry time.Duration
-	// OnSpaceWait, if set, is called from the FSM goroutine when a wait for
-	// disk space begins (a leader hands leadership over).
+	// OnSpaceWait, if set, is called from the FSM goroutine before each try
+	// of an entry a full disk refused (a leader hands leadership over); it
+	// must not block.
 	OnSpaceWait func()
 }
 
@@ -171,32 +172,60 @@ func (f *FSM) applyOne(l *raft.Log) interface{} {
 	if f.fatal != nil {
 		return &ApplyResponse{Err: f.fatal}
 	}
-	st := f.Store()
-	if idx, _ := st.Applied(); l.Index <= idx {
+	prev, _ := f.Store().Applied()
+	if l.Index <= prev {
 		f.skipped.Add(1)
 		f.replayMember(l.Data)
 		return &ApplyResponse{Err: fmt.Errorf("entry %d: %w", l.Index, store.ErrAlreadyApplied)}
 	}
 	start := time.Now()
-	h := store.EntryHeader{RaftIndex: l.Index, Term: l.Term, StoreTimestamp: f.lastTS}
-	cmd, err := DecodeCommand(l.Data)
-	if err != nil {
-		f.log.Warn("rejecting malformed entry", "index", l.Index, "error", err)
-		return f.reject(st, h, err)
+	cmd, decodeErr := DecodeCommand(l.Data)
+	if decodeErr != nil {
+		f.log.Warn("rejecting malformed entry", "index", l.Index, "error", decodeErr)
 	}
-	resp, err := f.execute(st, &h, &cmd)
-	if err != nil && vfs.IsNoSpace(err) {
-		if resp, err = f.waitForSpace(l, &cmd, err); resp != nil && resp.Err != nil {
-			return resp // applied before the disk filled: results unknown
-		}
-		st = f.Store()
+	try := func(st *store.Store) (*ApplyResponse, error) { return f.applyTo(st, l, &cmd, decodeErr) }
+	resp, err := try(f.Store())
+	if WaitsForSpace(err) {
+		resp, err = f.waitForSpace(l, prev, try, resp, err)
 	}
 	if err != nil {
-		return f.failed(st, h, err)
+		return &ApplyResponse{Err: f.stop(fmt.Errorf("%w: entry %d: %w", ErrFatal, l.Index, err))}
 	}
-	f.applied.Add(1)
 	resp.ApplyDuration = time.Since(start)
 	return resp
+}
+
+// applyTo applies one entry to st: its response (a refused command's too:
+// it is recorded with MarkApplied so the applied index moves as on every
+// replica), or the store's local error.
+func (f *FSM) applyTo(st *store.Store, l *raft.Log, cmd *Command, decodeErr error) (*ApplyResponse, error) {
+	h := store.EntryHeader{RaftIndex: l.Index, Term: l.Term, StoreTimestamp: f.lastTS}
+	resp, err := (*ApplyResponse)(nil), decodeErr
+	if err == nil {
+		resp, err = f.execute(st, &h, cmd)
+	}
+	switch {
+	case err == nil:
+		f.applied.Add(1)
+		return resp, nil
+	case !IsDeterministic(err):
+		return resp, err // the results of an entry written whose dispatch failed
+	}
+	if idx, _ := st.Applied(); idx < h.RaftIndex {
+		if merr := st.MarkApplied(h); merr != nil {
+			return nil, merr
+		}
+	}
+	f.rejected.Add(1)
+	return &ApplyResponse{Err: err}, nil
+}
+
+// WaitsForSpace reports whether a local store error is waited out: a
+// write the file system refused for lack of space. A failed sync is not,
+// even for ENOSPC: the kernel may have dropped the pages it covered while
+// the page cache still shows them, which no reopen can tell.
+func WaitsForSpace(err error) bool {
+	return err != nil && vfs.IsNoSpace(err) && !errors.Is(err, store.ErrSyncFailed)
 }
 
 // execute runs one decoded command against the store.
@@ -228,27 +257,31 @@ func (f *FSM) execute(st *store.Store, h *store.EntryHeader, cmd *Command) (*App
 // waitForSpace retries an entry the store could not apply because its disk
 // is full. The store failed closed, possibly with part of the entry
 // written, so each try reopens it first (recovery from disk cuts the
-// partial entry) and applies the entry again; pauses double from
+// partial entry), runs a retention pass (the store's own never gets its
+// turn between two tries) and applies the entry again; pauses double from
 // Config.SpaceRetry. Retention, an operator or a topic delete replicated
 // before the entry frees space; until then this node applies nothing and
-// its Raft log falls behind, which the leader tolerates. It returns the
-// last error once Done is closed, or the entry's response: a response
-// with Err set if recovery found the entry already applied (its results
-// are not known here).
-func (f *FSM) waitForSpace(l *raft.Log, cmd *Command, cause error) (*ApplyResponse, error) {
+// its Raft log falls behind, which the leader tolerates. prev is the
+// store's applied index before the first try: a reopened store below it
+// lost applied entries (Raft will not deliver them again), which is
+// fatal. first is the first try's response: when recovery finds the entry
+// applied before the disk filled (a message batch written to the commitlog
+// whose dispatch failed), its results are those. It returns the last error
+// once Done is closed, or the entry's response.
+func (f *FSM) waitForSpace(l *raft.Log, prev uint64, try func(*store.Store) (*ApplyResponse, error), first *ApplyResponse, cause error) (*ApplyResponse, error) {
 	f.spaceWaits.Add(1)
 	f.waitingForSpace.Store(true)
 	defer f.waitingForSpace.Store(false)
 	f.log.Error("disk full: applying paused, retrying until there is space", "index", l.Index, "error", cause)
-	if f.cfg.OnSpaceWait != nil {
-		f.cfg.OnSpaceWait()
-	}
 	pause := f.cfg.SpaceRetry
 	if pause <= 0 {
 		pause = DefaultSpaceRetry
 	}
 	maxPause := 32 * pause
-	for try := 1; ; try++ {
+	for n := 1; ; n++ {
+		if f.cfg.OnSpaceWait != nil {
+			f.cfg.OnSpaceWait() // each time: this node may have been elected meanwhile
+		}
 		t := time.NewTimer(pause)
 		select {
 		case <-f.cfg.Done:
@@ -257,27 +290,40 @@ func (f *FSM) waitForSpace(l *raft.Log, cmd *Command, cause error) (*ApplyRespon
 		case <-t.C:
 		}
 		pause = min(2*pause, maxPause)
-		st, err := f.reopen()
+		resp, err := f.retry(l, prev, try, first)
 		if err == nil {
-			if idx, _ := st.Applied(); idx >= l.Index {
-				f.log.Info("disk has space again: the entry was stored before it filled", "index", l.Index, "tries", try)
-				return &ApplyResponse{Err: fmt.Errorf("entry %d: stored before the disk filled, results unknown: %w", l.Index, store.ErrAlreadyApplied)}, nil
-			}
-			h := store.EntryHeader{RaftIndex: l.Index, Term: l.Term, StoreTimestamp: f.lastTS}
-			var resp *ApplyResponse
-			if resp, err = f.execute(st, &h, cmd); err == nil {
-				f.log.Info("disk has space again: applying resumed", "index", l.Index, "tries", try)
-				return resp, nil
-			}
+			f.log.Info("disk has space again: applying resumed", "index", l.Index, "tries", n)
+			return resp, nil
 		}
-		if !vfs.IsNoSpace(err) {
+		if !WaitsForSpace(err) {
 			return nil, err
 		}
 		cause = err
-		if try == 1 || try%50 == 0 {
-			f.log.Warn("disk still full", "index", l.Index, "tries", try, "error", err)
+		if n == 1 || n%50 == 0 {
+			f.log.Warn("disk still full", "index", l.Index, "tries", n, "error", err)
 		}
 	}
+}
+
+// retry is one try of waitForSpace: reopen, retention, the entry.
+func (f *FSM) retry(l *raft.Log, prev uint64, try func(*store.Store) (*ApplyResponse, error), first *ApplyResponse) (*ApplyResponse, error) {
+	st, err := f.reopen()
+	if err != nil {
+		return nil, err
+	}
+	switch idx, _ := st.Applied(); {
+	case idx >= l.Index && first != nil && len(first.Results) > 0:
+		f.applied.Add(1)
+		return first, nil
+	case idx >= l.Index:
+		return &ApplyResponse{Err: fmt.Errorf("entry %d: stored before the disk filled, results unknown: %w", l.Index, store.ErrAlreadyApplied)}, nil
+	case idx < prev:
+		return nil, fmt.Errorf("the reopened store applied up to index %d, below the %d it had applied before the disk filled", idx, prev)
+	}
+	if err := st.RunRetention(); err != nil {
+		return nil, err
+	}
+	return try(st)
 }
 
 // reopen closes the current store (failed closed: it keeps its abort file)
@@ -311,13 +357,6 @@ func IsDeterministic(err error) bool {
 	return store.Deterministic(err) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrUnknownCommand)
 }
 
-func (f *FSM) failed(st *store.Store, h store.EntryHeader, err error) interface{} {
-	if IsDeterministic(err) {
-		return f.reject(st, h, err)
-	}
-	return &ApplyResponse{Err: f.stop(fmt.Errorf("%w: entry %d: %w", ErrFatal, h.RaftIndex, err))}
-}
-
 // stop records fatal (which wraps ErrFatal): no further entry is applied,
 // and OnFatal tells the node to shut down.
 func (f *FSM) stop(fatal error) error {
@@ -327,17 +366,6 @@ func (f *FSM) stop(fatal error) error {
 		f.cfg.OnFatal(fatal)
 	}
 	return fatal
-}
-
-// reject records a refused command so appliedIndex still moves forward.
-func (f *FSM) reject(st *store.Store, h store.EntryHeader, err error) interface{} {
-	f.rejected.Add(1)
-	if idx, _ := st.Applied(); idx < h.RaftIndex {
-		if merr := st.MarkApplied(h); merr != nil {
-			return f.failed(st, h, merr)
-		}
-	}
-	return &ApplyResponse{Err: err}
 }
 
 // countLogBytes adds one command entry of n bytes and signals SnapshotDue

@@ -53,7 +53,7 @@ func TestClusterFullDisks(t *testing.T) {
 		// that comes anyway is followed by sendLeader.
 		cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout, cfg.Raft.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
 	})
-	_, f1, f2 := c.roles()
+	_, f1, _ := c.roles()
 	acked := &ackedLog{c: c}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -101,7 +101,7 @@ func TestClusterFullDisks(t *testing.T) {
 	c.converge()
 
 	// 2. Both followers above the warning ratio: no quorum has room.
-	_, f1, f2 = c.roles()
+	_, f1, f2 := c.roles()
 	b1 := fillDisk(t, mounts[f1.cfg.ID], usedPercent(93))
 	b2 := fillDisk(t, mounts[f2.cfg.ID], usedPercent(93))
 	var refused error

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/raftmq/raftmq/fsm"
+	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
 )
 
@@ -133,6 +134,9 @@ func (n *Node) waitApply(ctx context.Context, f raft.ApplyFuture) (*fsm.ApplyRes
 	resp, _ := f.Response().(*fsm.ApplyResponse)
 	if resp == nil {
 		return nil, fmt.Errorf("%w: no response from the state machine", transport.ErrOutcomeUnknown)
+	}
+	if errors.Is(resp.Err, store.ErrAlreadyApplied) { // stored before a full disk stopped it, results lost
+		return nil, fmt.Errorf("%w: %w", transport.ErrOutcomeUnknown, resp.Err)
 	}
 	return resp, resp.Err
 }

@@ -39,6 +39,9 @@ type Node struct {
 
 	batcher *batcher
 	peers   *peerDisks // the leader's view of its peers' disks
+	// spaceWait (buffered 1) is signalled by the FSM on each try of an
+	// entry a full disk refused: handOverLoop gives leadership away.
+	spaceWait chan struct{}
 	// diskUsed is the store disk's used percent as read at diskReadAt
 	// (unix ns): see diskUsedPercent.
 	diskUsed, diskReadAt atomic.Int64
@@ -65,7 +68,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, fs: cfg.FS, log: cfg.Logger, ready: make(chan struct{}),
-		stop: make(chan struct{}), fatal: make(chan error, 1), peers: newPeerDisks()}
+		stop: make(chan struct{}), fatal: make(chan error, 1), peers: newPeerDisks(), spaceWait: make(chan struct{}, 1)}
 	if n.fs == nil {
 		n.fs = vfs.OS()
 	}
@@ -98,7 +101,7 @@ func (n *Node) open() error {
 		return fmt.Errorf("node: open store: %w", err)
 	}
 	n.fsm = fsm.New(st, fsm.Config{FS: n.fs, Store: sc, Logger: n.log.Named("fsm"), OnFatal: n.onFatal,
-		SnapshotBytes: n.cfg.Raft.SnapshotBytes, Done: n.stop, OnSpaceWait: n.handOverWhileFull})
+		SnapshotBytes: n.cfg.Raft.SnapshotBytes, Done: n.stop, OnSpaceWait: n.onSpaceWait})
 	if err := n.openRaft(); err != nil {
 		return err
 	}
@@ -108,30 +111,45 @@ func (n *Node) open() error {
 }
 
 // onStoreFailure stops the node when its store failed closed, except for a
-// full disk: the FSM then waits for space and reopens the store itself
-// (fsm.Config.SpaceRetry); the README lists what the node cannot do meanwhile.
+// write refused for lack of space: the FSM then waits for space and reopens
+// the store itself (fsm.Config.SpaceRetry); the README lists what the node
+// cannot do meanwhile.
 func (n *Node) onStoreFailure(err error) {
-	if vfs.IsNoSpace(err) {
+	if fsm.WaitsForSpace(err) {
 		n.log.Warn("store disk full: writes stop until there is space", "error", err)
 		return
 	}
 	n.onFatal(err)
 }
 
-// handOverWhileFull hands leadership to another voter when this node's FSM
-// starts waiting for disk space: a leader that cannot apply answers no
-// send and serves reads from a store it keeps reopening.
-func (n *Node) handOverWhileFull() {
-	if n.raft == nil || n.raft.State() != raft.Leader {
-		return
+// onSpaceWait is the FSM's OnSpaceWait: it must not block the FSM.
+func (n *Node) onSpaceWait() {
+	select {
+	case n.spaceWait <- struct{}{}:
+	default:
 	}
-	n.goroutine(func() {
+}
+
+// handOverLoop hands leadership to another voter while this node's FSM
+// waits for disk space: a leader that cannot apply answers no send. The
+// FSM signals on every try, so a node elected while it waits hands over
+// again.
+func (n *Node) handOverLoop() {
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.spaceWait:
+		}
+		if n.raft.State() != raft.Leader || !n.fsm.Stats().WaitingForSpace {
+			continue
+		}
 		if err := n.raft.LeadershipTransfer().Error(); err != nil {
 			n.log.Warn("disk full: leadership transfer failed", "error", err)
-			return
+			continue
 		}
 		n.log.Warn("disk full: leadership handed over while this node waits for space")
-	})
+	}
 }
 
 func (n *Node) onFatal(err error) {
@@ -269,6 +287,7 @@ func (n *Node) startServers() error {
 	})
 	n.goroutine(n.leaderLoop)
 	n.goroutine(func() { n.peers.run(n) })
+	n.goroutine(n.handOverLoop)
 	n.goroutine(n.snapshotBySize)
 	n.goroutine(n.batcher.run)
 	if n.cfg.Join != "" {

@@ -66,7 +66,9 @@ func (p *peerDisks) poll(n *Node) {
 	ctx, cancel := context.WithTimeout(context.Background(), peerDiskInterval)
 	defer cancel()
 	var wg sync.WaitGroup
-	for id, addr := range n.fsm.Members() {
+	members := n.fsm.Members()
+	p.dropConnsExcept(members)
+	for id, addr := range members {
 		if id == n.cfg.ID || addr == "" {
 			continue
 		}
@@ -101,6 +103,23 @@ func (p *peerDisks) conn(addr string) (*grpc.ClientConn, error) {
 	}
 	p.conns[addr] = cc
 	return cc, nil
+}
+
+// dropConnsExcept closes the connections to addresses no member has any
+// more (a removed member, a member that moved its API address).
+func (p *peerDisks) dropConnsExcept(members map[string]string) {
+	live := make(map[string]bool, len(members))
+	for _, addr := range members {
+		live[addr] = true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for addr, cc := range p.conns {
+		if !live[addr] {
+			_ = cc.Close()
+			delete(p.conns, addr)
+		}
+	}
 }
 
 func (p *peerDisks) closeConns() {

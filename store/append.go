@@ -158,6 +158,9 @@ func (a *appendScratch) reset() {
 // dispatches them. results gets one PutResult per message; a message that
 // fails validation gets Err and is not written (the rest are). An entry with
 // no valid message still leaves a no-op frame, so appliedIndex advances.
+// On a local error results is empty when the entry was not written, and
+// describes the written entry when only its dispatch to the consume queues
+// and index failed (recovery from disk redoes the dispatch).
 func (s *Store) AppendMessages(h EntryHeader, msgs []message.Message, results []PutResult) ([]PutResult, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -200,7 +203,7 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []message.Message, results []
 	start, pos, err := s.log.AppendEntry(s.frame(h, kind), nil, a.accepted, a.queueOffsets, a.pos)
 	a.pos = pos
 	if err != nil {
-		return results, s.failClosed(fmt.Errorf("append entry %d: %w", h.RaftIndex, err))
+		return results[:0], s.failClosed(fmt.Errorf("append entry %d: %w", h.RaftIndex, err))
 	}
 	s.fillResults(results, a.accepted, pos, h)
 	// Publish the new confirm offset before the consume-queue units that

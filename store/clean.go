@@ -58,6 +58,16 @@ func (s *Store) clean() error {
 	return nil
 }
 
+// RunRetention runs one retention pass now, as the store's own loop does
+// every CleanInterval: the FSM runs one before each retry of an entry a
+// full disk refused, since it reopens the store more often than that.
+func (s *Store) RunRetention() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.clean()
+}
+
 func (s *Store) cleanDerived(minOffset int64) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()

@@ -72,4 +72,10 @@ var (
 	// writes and writes no more checkpoints, and its Close leaves the abort
 	// file, so the next Open recovers from what is really on disk.
 	ErrFailedClosed = errors.New("store: an I/O operation failed; the store takes no more writes until it is reopened")
+	// ErrSyncFailed: a sync of written data (the commitlog, consume queues
+	// or index) failed; wrapped, with ErrFailedClosed, in the failure. Its
+	// pages may be lost on disk while the page cache still shows them, so
+	// unlike a write refused for lack of space (vfs.IsNoSpace without
+	// ErrSyncFailed) it is not waited out by reopening: the node stops.
+	ErrSyncFailed = errors.New("store: sync of written data failed")
 )

@@ -102,7 +102,7 @@ func (s *Store) flushLocked(withIndex bool) error {
 	}
 	// 1. commitlog up to confirm, outside writeMu: those bytes never change.
 	if err := s.flushCommitLog(segs, ckpt.ConfirmOffset); err != nil {
-		return s.failClosed(fmt.Errorf("commitlog: %w", err))
+		return s.failClosed(fmt.Errorf("commitlog: %w: %w", ErrSyncFailed, err))
 	}
 	// 2. consume queues, 3. index: they may hold more than confirm; recovery
 	// cuts what lies above the checkpoint. Appends go on meanwhile (each
@@ -115,7 +115,7 @@ func (s *Store) flushLocked(withIndex bool) error {
 		err = s.idx.Flush()
 	}
 	if err != nil {
-		return s.failClosed(fmt.Errorf("consume queues or index: %w", err))
+		return s.failClosed(fmt.Errorf("consume queues or index: %w: %w", ErrSyncFailed, err))
 	}
 	// 4. the checkpoint, atomically, last.
 	if err := recovery.WriteCheckpoint(s.fs, s.cfg.Dir, &ckpt); err != nil {
