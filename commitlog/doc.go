@@ -27,7 +27,9 @@
 // Log wraps an mmap.Queue. AppendEntry encodes an entry straight into the
 // mapping: frame, payload, records, CRC32C, then advances the write offset,
 // which publishes the bytes to concurrent readers (ReadRecord, ReadAt,
-// StoreTimestampAt never look past it). An entry that does not fit with a
+// StoreTimestampAt never look past it). ReadRecord and ReadRecordRef serve
+// a record only from an entry whose CRC32C was verified in this process or
+// that this process appended (verified.go). An entry that does not fit with a
 // blank behind it closes the segment with a blank and goes to the next one.
 // Nothing here fsyncs on the append path; Flush is the caller's (a flush
 // service).

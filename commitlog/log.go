@@ -54,6 +54,7 @@ type Log struct {
 	q        *mmap.Queue
 	fileSize int64
 	logger   hclog.Logger
+	trust    verified // the entries a read may serve records from
 }
 
 // Open opens (creating if needed) the commitlog in cfg.Dir. Like the queue,
@@ -96,12 +97,18 @@ func (l *Log) Flush(upTo int64) error { return l.q.Flush(upTo) }
 
 // TruncateDirty cuts the log at off (zeroing the rest of its segment and
 // deleting later ones); recovery calls it with the end of the last good entry.
-func (l *Log) TruncateDirty(off int64) error { return l.q.TruncateDirty(off) }
+func (l *Log) TruncateDirty(off int64) error {
+	err := l.q.TruncateDirty(off)
+	l.trust.truncate(l.q.MinOffset(), off)
+	return err
+}
 
 // DeleteExpired deletes up to max oldest segments while keep(seg) is false,
 // never the newest; see mmap.Queue.DeleteOldest.
 func (l *Log) DeleteExpired(max int, keep func(mmap.Segment) bool) (int, error) {
-	return l.q.DeleteOldest(max, keep)
+	n, err := l.q.DeleteOldest(max, keep)
+	l.trust.forgetBelow(l.q.MinOffset())
+	return n, err
 }
 
 // Segments lists the segments oldest first.
@@ -167,6 +174,7 @@ func (l *Log) AppendEntry(h EntryHeader, command []byte, msgs []message.Message,
 	pos := start - seg.Start
 	buf := seg.File.Bytes()[pos : pos+size : pos+size]
 	out = encodeEntry(buf, start, &h, command, msgs, queueOffsets, out)
+	l.trust.appendedAt(seg, start)
 	l.q.SetWriteOffset(start + size)
 	return start, out, nil
 }

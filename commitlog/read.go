@@ -19,7 +19,9 @@ type RecordRef struct {
 
 // ReadRecord decodes and checks the message record at phy: DecodeRecord
 // (magic, TOTALSIZE bounds, every length against TOTALSIZE, body CRC) and
-// PHYSICALOFFSET equal to phy. The record aliases the mapping. A frame or a
+// PHYSICALOFFSET equal to phy, and the CRC32C of the entry holding it,
+// once per entry and process (entries this process appended are trusted;
+// see verified). The record aliases the mapping. A frame or a
 // blank at phy gives ErrNotRecord, a write offset or segment below phy
 // ErrOutOfRange; anything that does not check is a *CorruptionError naming
 // the segment file and offset.
@@ -38,6 +40,9 @@ func (l *Log) ReadRecord(phy int64) (message.Record, error) {
 	if r.PhysicalOffset != phy {
 		return r, readCorruption(seg, phy, fmt.Sprintf("PHYSICALOFFSET is %d", r.PhysicalOffset), message.ErrBadPosition)
 	}
+	if err := l.verifyEntryOf(seg, phy, phy+int64(r.Size)); err != nil {
+		return message.Record{}, err
+	}
 	return r, nil
 }
 
@@ -48,10 +53,9 @@ func (l *Log) ReadRecord(phy int64) (message.Record, error) {
 // (consume queues never point at them). Every failure except ErrOutOfRange
 // is a *CorruptionError (errors.Is(err, ErrCorrupt)).
 //
-// What no check covers (no CRC protects it outside the entry's CRC32C,
-// which a single-record read does not recompute): FLAG, SYSFLAG bits other
-// than the IPv6 ones, BORNTIMESTAMP, BORNHOST, STORETIMESTAMP, STOREHOST,
-// RECONSUMETIMES, PREPAREDTXOFFSET and the bytes of PROPERTIES.
+// The entry's CRC32C covers the fields no other check does (FLAG, SYSFLAG,
+// BORNTIMESTAMP, BORNHOST, STORETIMESTAMP, STOREHOST, RECONSUMETIMES,
+// PREPAREDTXOFFSET, the bytes of PROPERTIES).
 func (l *Log) ReadRecordRef(ref RecordRef) (message.Record, error) {
 	b, seg, err := l.view(ref.Offset)
 	if err != nil {
@@ -62,6 +66,9 @@ func (l *Log) ReadRecordRef(ref RecordRef) (message.Record, error) {
 		return message.Record{}, readCorruption(seg, phy, fmt.Sprintf("unit size %d, %d bytes readable", ref.Size, len(b)), message.ErrBadSize)
 	}
 	b = b[:ref.Size]
+	if err := l.verifyEntryOf(seg, phy, phy+int64(ref.Size)); err != nil {
+		return message.Record{}, err
+	}
 	if m := peekMagic(b); m != message.MagicMessageV1 {
 		return message.Record{}, readCorruption(seg, phy, fmt.Sprintf("magic %#08x", m), message.ErrBadMagic)
 	}

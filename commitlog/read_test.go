@@ -39,20 +39,19 @@ func recordField(off, bodyLen, topicLen int) string {
 	return "PROPERTIES"
 }
 
-// uncheckedFields are the record fields no read check covers (FORMAT.md
-// §2.3): a bit flip there is served. SYSFLAG is covered only for its IPv6
-// bits.
-var uncheckedFields = map[string]bool{
-	"FLAG": true, "BORNTIMESTAMP": true, "BORNHOST": true, "STORETIMESTAMP": true, "STOREHOST": true,
-	"RECONSUMETIMES": true, "PREPAREDTXOFFSET": true, "PROPERTIES": true,
+// reset forgets every verified entry, as a new process opening the files.
+func (v *verified) reset() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.segs = nil
 }
 
 // TestReadRecordRefBitFlips flips every bit of a stored record, one at a
-// time, and reads it through its consume-queue reference: a flip in any
-// checked field must be refused with a *CorruptionError naming the segment
-// file and the record's offset, and a flip in a field no check covers is
-// served (that is the documented limit, pinned here so the documentation
-// stays true).
+// time, and reads it through its consume-queue reference as a process that
+// did not write it: every flip is refused with a *CorruptionError naming
+// the segment file and the record's or its entry's offset — the fields no
+// per-record check covers (FLAG, hosts, timestamps, properties) by the
+// entry's CRC32C.
 func TestReadRecordRefBitFlips(t *testing.T) {
 	l := openTestLog(t, vfs.NewMem(), 1<<20)
 	props, err := message.EncodeProperties(message.Property{Key: message.PropertyTags, Value: "TagA"}, message.Property{Key: message.PropertyKeys, Value: "k1 k2"},
@@ -70,49 +69,93 @@ func TestReadRecordRefBitFlips(t *testing.T) {
 			BornHost: testHost, ReconsumeTimes: 1, PreparedTxOffset: 5, Body: body, Properties: props}
 	}
 	h := EntryHeader{Kind: message.KindMessages, RaftIndex: 1, Term: 1, StoreTimestamp: 1700000000123, StoreHost: testHost}
-	_, pos, err := l.AppendEntry(h, nil, msgs, []int64{10, 11, 12}, nil)
+	start, pos, err := l.AppendEntry(h, nil, msgs, []int64{10, 11, 12}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	target := pos[1] // a record with records on both sides
 	ref := RecordRef{Offset: target.Offset, Size: target.Size, Topic: "FlipTopic", QueueID: 2, QueueOffset: 11}
+	l.trust.reset()
 	if _, err := l.ReadRecordRef(ref); err != nil {
 		t.Fatalf("clean read: %v", err)
 	}
 	seg, _ := l.q.Find(target.Offset)
 	rec := seg.File.Bytes()[target.Offset-seg.Start:][:target.Size]
 
-	served := map[string]int{}
+	refused := map[string]int{}
 	for off := range rec {
 		field := recordField(off, len(msgs[1].Body), len("FlipTopic"))
 		for bit := 0; bit < 8; bit++ {
 			rec[off] ^= 1 << bit
+			l.trust.reset()
 			_, err := l.ReadRecordRef(ref)
 			rec[off] ^= 1 << bit
-			ipv6Bit := field == "SYSFLAG" && off == message.OffSysFlag+3 && (bit == 4 || bit == 5)
-			unchecked := uncheckedFields[field] || field == "SYSFLAG" && !ipv6Bit
 			where := fmt.Sprintf("byte %d (%s) bit %d", off, field, bit)
-			if unchecked {
-				if err != nil {
-					t.Errorf("%s: refused (%v), but FORMAT.md lists the field as unchecked: update both", where, err)
-				}
-				served[field]++
-				continue
-			}
 			var ce *CorruptionError
 			switch {
 			case err == nil:
 				t.Errorf("%s: flipped bit served", where)
 			case !errors.As(err, &ce) || !errors.Is(err, message.ErrCorrupt):
 				t.Errorf("%s: error %v is not a *CorruptionError", where, err)
-			case ce.File != seg.File.Name() || ce.Offset != target.Offset:
-				t.Errorf("%s: error names %s at %d, want %s at %d", where, ce.File, ce.Offset, seg.File.Name(), target.Offset)
+			case ce.File != seg.File.Name() || ce.Offset != target.Offset && ce.Offset != start:
+				t.Errorf("%s: error names %s at %d, want %s at %d or its entry's %d", where, ce.File, ce.Offset, seg.File.Name(), target.Offset, start)
+			default:
+				refused[field]++
 			}
 		}
 	}
-	t.Logf("bits served per unchecked field: %v", served)
+	t.Logf("bits refused per field: %v", refused)
+	l.trust.reset()
 	if _, err := l.ReadRecordRef(ref); err != nil {
 		t.Fatalf("record not restored: %v", err)
+	}
+}
+
+// Entries this process appended are served without a CRC pass; others are
+// verified once, from the start of their segment on: damage in an earlier
+// entry of the segment fails the reads behind it (nothing past unverified
+// bytes is served), and a flip after an entry was verified is not seen
+// again until the next process (raftmq verify finds it).
+func TestReadVerifiesEntriesOnce(t *testing.T) {
+	l := openTestLog(t, vfs.NewMem(), 1<<20)
+	var starts []int64
+	var refs []RecordRef
+	for i := range 3 {
+		msgs := []message.Message{{Topic: "T", QueueID: 0, Body: fmt.Appendf(nil, "entry %d", i), Properties: []byte("KEYS\x01k\x02")}}
+		start, pos, err := l.AppendEntry(EntryHeader{Kind: message.KindMessages, RaftIndex: uint64(i + 1), Term: 1}, nil, msgs, []int64{int64(i)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts = append(starts, start)
+		refs = append(refs, RecordRef{Offset: pos[0].Offset, Size: pos[0].Size, Topic: "T", QueueID: 0, QueueOffset: int64(i)})
+	}
+	seg, _ := l.q.Find(starts[0])
+	data := seg.File.Bytes()
+	props := func(i int) *byte { return &data[refs[i].Offset+int64(refs[i].Size)-1-seg.Start] } // the last property byte
+	*props(2) ^= 1
+	if _, err := l.ReadRecordRef(refs[2]); err != nil {
+		t.Fatalf("an appended entry was checked again: %v", err)
+	}
+	*props(2) ^= 1
+
+	l.trust.reset()
+	*props(0) ^= 1
+	for i := range refs {
+		var ce *CorruptionError
+		if _, err := l.ReadRecordRef(refs[i]); !errors.As(err, &ce) || ce.Offset != starts[0] {
+			t.Fatalf("entry %d behind a damaged entry 0: %v, want a *CorruptionError at %d", i, err, starts[0])
+		}
+	}
+	*props(0) ^= 1
+	if _, err := l.ReadRecordRef(refs[1]); err != nil {
+		t.Fatalf("entry 1 after the repair: %v", err)
+	}
+	*props(0) ^= 1
+	if _, err := l.ReadRecordRef(refs[0]); err != nil {
+		t.Fatalf("entry 0 was verified before its flip: %v, want it served (verified once a process)", err)
+	}
+	if _, err := l.ReadRecord(refs[2].Offset); err != nil {
+		t.Fatalf("entry 2 (not verified yet, undamaged): %v", err)
 	}
 }
 
