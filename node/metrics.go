@@ -156,11 +156,12 @@ var (
 	gDiskUsed        = newGauge("disk_used_ratio", "Used share (0..1) of the file system holding the store, as df counts it; 0 when unknown. Sends are refused at [store] DiskWarningRatio.")
 	gSpaceWaits      = newCounter("fsm_space_waits_total", "Entries whose apply waited for disk space (the store's disk was full; the FSM reopens the store and retries until there is room).")
 	gWaitingSpace    = newGauge("fsm_waiting_for_space", "1 while the FSM waits for disk space to apply an entry.")
+	gCorruptions     = newCounter("corruption_total", "Reads this node refused because what they would serve is damaged: a record, the CRC32C of its entry, or a consume-queue unit its record contradicts. Counted by the store opened last (it starts at 0 when the store is reopened or a snapshot installed).")
 	gDiskWritten     = newCounter("disk_write_bytes_total", "Bytes this node wrote to disk by file: write()/pwrite bytes, plus the page-aligned cover of msync'd mmap ranges (fallocate, truncate, directory syncs and the file system journal excluded).", "file")
 )
 
 var allGauges = []gauge{gCommitlogOffset, gFlushLag, gStoreMessages, gStoreBytes, gStoreEntries, gStoreSize, gRecovery,
-	gRaftState, gRaftTerm, gRaftIndex, gFSMEntries, gReady, gTopicConsumed, gGroupLag, gDiskUsed, gSpaceWaits, gWaitingSpace, gDiskWritten}
+	gRaftState, gRaftTerm, gRaftIndex, gFSMEntries, gReady, gTopicConsumed, gGroupLag, gDiskUsed, gSpaceWaits, gWaitingSpace, gCorruptions, gDiskWritten}
 
 // Disk meter classes (raftmq_disk_write_bytes_total{file}). "raftlog" is
 // not counted through vfs: the Raft log store writes its own files and
@@ -234,6 +235,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(gStoreSize, float64(s.Topics), "topics")
 	emit(gStoreSize, float64(s.Queues), "queues")
 	emit(gRecovery, s.RecoveryDuration.Seconds(), s.RecoveryMode)
+	emit(gCorruptions, float64(s.Corruptions))
 	emit(gDiskUsed, float64(c.n.Store().DiskUsedPercent())/100)
 	state := c.n.raft.State()
 	for _, st := range []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown} {

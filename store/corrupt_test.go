@@ -138,7 +138,7 @@ func (f *damageFixture) verify(s *Store, wantApplied uint64) error {
 }
 
 func (f *damageFixture) verifyMessage(s *Store, msg appliedMsg) error {
-	for _, tag := range []string{"", f.tagsOf[msg.key]} {
+	for _, tag := range []string{f.tagsOf[msg.key], ""} { // filtered first: it alone skips units on their tagsCode
 		r, err := s.GetMessages(msg.topic, msg.queue, msg.offset, 1, 0, tag)
 		if err != nil {
 			return fmt.Errorf("message %s/%d@%d tag %q: %w", msg.topic, msg.queue, msg.offset, tag, err)
@@ -430,8 +430,10 @@ func TestCorruptConsumeQueueFileSize(t *testing.T) {
 // TestCorruptConsumeQueueBelowCheckpoint flips every bit of a unit the
 // checkpoint covers. Units carry no checksum, so Open cannot tell; the test
 // pins down that a damaged unit never makes the store serve the wrong
-// message (the record CRC catches a wrong offset) and logs the other
-// outcomes.
+// message (the record checks catch a wrong offset or size) nor hide one
+// from a tag filter (a unit not dispatched by this process is checked
+// against its record's TAGS before its tagsCode is trusted), and logs the
+// other outcomes.
 func TestCorruptConsumeQueueBelowCheckpoint(t *testing.T) {
 	f := newDamageFixture(t)
 	tally := f.flipUnit(t, f.model.msgs[len(f.model.msgs)/4])
@@ -439,7 +441,8 @@ func TestCorruptConsumeQueueBelowCheckpoint(t *testing.T) {
 }
 
 // flipUnit flips each bit of msg's consume-queue unit in turn, opens the
-// image and classifies the outcome; a wrong message served fails the test.
+// image and classifies the outcome; a wrong message served or a message
+// hidden fails the test.
 func (f *damageFixture) flipUnit(t *testing.T, msg appliedMsg) map[string]int {
 	t.Helper()
 	name, at := f.unitPath(msg)
@@ -455,14 +458,18 @@ func (f *damageFixture) flipUnit(t *testing.T, msg appliedMsg) map[string]int {
 			continue
 		}
 		err = f.verify(s, corruptEntries)
+		counted := s.Stats().Corruptions
 		s.Close()
+		if err != nil && unitField(bit) == "tagsCode" && counted == 0 {
+			t.Fatalf("unit %s/%d@%d bit %d (tagsCode): %v, not counted in Stats.Corruptions", msg.topic, msg.queue, msg.offset, bit, err)
+		}
 		switch {
 		case err == nil:
 			tally[unitField(bit)+": repaired"]++
 		case strings.Contains(err.Error(), "wrong message"):
 			t.Fatalf("unit %s/%d@%d bit %d (%s): %v", msg.topic, msg.queue, msg.offset, bit, unitField(bit), err)
 		case strings.Contains(err.Error(), "silently skipped"):
-			tally[unitField(bit)+": message silently hidden"]++
+			t.Fatalf("unit %s/%d@%d bit %d (%s): message hidden: %v", msg.topic, msg.queue, msg.offset, bit, unitField(bit), err)
 		default:
 			tally[unitField(bit)+": read error"]++
 		}

@@ -132,6 +132,8 @@ func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, ma
 		res.Messages = make([]Message, 0, min(len(units), maxNum))
 	}
 	topic, queueID := q.Topic(), q.QueueID()
+	key := meta.QueueKey{Topic: topic, Queue: queueID}
+	checkedTo, dispatched := s.units.window(key, offset)
 	confirm := s.ConfirmOffset()
 	next, bytes, found := offset, 0, 0
 	// One record variable for the whole call: fn(&r) makes it escape, and
@@ -141,22 +143,31 @@ func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, ma
 		if found >= maxNum || (found > 0 && bytes+int(u.Size) > maxBytes) {
 			break
 		}
-		next++
-		if !filter.matchCode(u.TagsCode) {
+		qoff := offset + int64(i)
+		trusted := qoff < checkedTo || qoff >= dispatched
+		if trusted && !filter.matchCode(u.TagsCode) {
+			next++
 			continue
 		}
 		if u.PhyOffset >= confirm {
 			return res, fmt.Errorf("%w: %d is beyond the applied log", ErrBadOffset, u.PhyOffset)
 		}
-		ref := commitlog.RecordRef{Offset: u.PhyOffset, Size: u.Size, Topic: topic, QueueID: queueID, QueueOffset: offset + int64(i)}
+		ref := commitlog.RecordRef{Offset: u.PhyOffset, Size: u.Size, Topic: topic, QueueID: queueID, QueueOffset: qoff}
 		r, err = s.log.ReadRecordRef(ref)
 		if errors.Is(err, commitlog.ErrOutOfRange) && u.PhyOffset < s.log.MinOffset() {
+			next++
 			continue // removed by retention meanwhile
 		}
 		if err != nil {
-			return res, fmt.Errorf("store: %s/%d offset %d: %w", topic, queueID, ref.QueueOffset, err)
+			return res, s.corrupted(fmt.Errorf("store: %s/%d offset %d: %w", topic, queueID, qoff, err))
 		}
-		if tags, _ := message.GetProperty(r.Properties, message.PropertyTags); !filter.matchTagBytes(tags) {
+		tags, _ := message.GetProperty(r.Properties, message.PropertyTags)
+		if code := message.TagsCodeBytes(tags); code != u.TagsCode {
+			return res, s.corrupted(fmt.Errorf("store: %s/%d offset %d: unit tagsCode %d, the record's TAGS %q give %d: %w",
+				topic, queueID, qoff, u.TagsCode, tags, code, consumequeue.ErrCorrupt))
+		}
+		next++
+		if !filter.matchCode(u.TagsCode) || !filter.matchTagBytes(tags) {
 			continue
 		}
 		bytes += int(u.Size)
@@ -171,6 +182,7 @@ func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, ma
 		arena = copyRecord(&m, &r, topic, arena)
 		res.Messages = append(res.Messages, m)
 	}
+	s.units.checked(key, offset, next)
 	res.NextOffset = next
 	res.Status = Found
 	if found == 0 {
@@ -186,7 +198,7 @@ func (s *Store) readMessage(phy int64) (Message, error) {
 	}
 	r, err := s.log.ReadRecord(phy)
 	if err != nil {
-		return Message{}, err
+		return Message{}, s.corrupted(err)
 	}
 	var m Message
 	copyRecord(&m, &r, string(r.Topic), make([]byte, 0, len(r.Body)+len(r.Properties)))

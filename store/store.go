@@ -58,6 +58,7 @@ type Store struct {
 	segMu sync.RWMutex
 	log   *commitlog.Log
 	cqs   *consumequeue.Store
+	units *unitTrust // set by Open: which units a tag filter may skip unread
 	idx   *index.Service
 	alloc *mmap.Allocator
 
@@ -92,6 +93,7 @@ type Store struct {
 
 type counters struct {
 	messages, bytes, entries, flushes, segmentsDeleted atomic.Uint64
+	corruptions                                        atomic.Uint64 // reads refused for damaged data
 	lastFlushNanos                                     atomic.Int64
 	diskUsedPercent                                    atomic.Int32 // as of the last service tick
 }
@@ -110,6 +112,7 @@ func Open(fsys vfs.FS, cfg Config) (*Store, error) {
 		s.closeFiles()
 		return nil, err
 	}
+	s.units = newUnitTrust(s.cqs.Queues())
 	if err := recovery.CreateAbort(fsys, cfg.Dir, os.Getpid()); err != nil {
 		s.closeFiles()
 		return nil, err
@@ -441,5 +444,6 @@ func (s *Store) Stats() Stats {
 		Flushes: s.counters.flushes.Load(), LastFlushDuration: time.Duration(s.counters.lastFlushNanos.Load()),
 		RecoveryDuration: s.recoveryDuration, RecoveryMode: s.plan.Mode.String(),
 		Topics: topics, Queues: queues, SegmentsDeleted: s.counters.segmentsDeleted.Load(),
+		Corruptions: s.counters.corruptions.Load(),
 	}
 }

@@ -104,6 +104,9 @@ type Stats struct {
 	RecoveryMode                                       string // "fresh", "normal" or "abnormal"
 	Topics, Queues                                     int
 	SegmentsDeleted                                    uint64
+	// Corruptions counts reads refused because what they would serve is
+	// damaged (a record, its entry's CRC32C, a consume-queue unit).
+	Corruptions uint64
 }
 
 // Snapshot is the O(1) capture the FSM takes on its goroutine: everything a
