@@ -29,6 +29,10 @@
 // reads the messages and keeps those whose key really matches. Chains read
 // from disk are never trusted: a walk stops at an out-of-range or
 // non-decreasing prevIndex, so it is bounded by the file's entry count.
+// The first query that reaches a file this process did not create checks
+// its slots and chains as a whole (check.go) and fails with ErrCorrupt
+// when they do not agree, instead of answering without the keys a damaged
+// slot or entry would hide.
 //
 // # Truncation and retention
 //

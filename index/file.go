@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/raftmq/raftmq/mmap"
 )
@@ -84,6 +85,9 @@ type file struct {
 	headerErr error
 	lay       layout
 	hdr       Header
+	// checked: a query may trust the file's slots and entries (check
+	// passed in this process, or this process created the file).
+	checked atomic.Bool
 
 	// dirty tracking for Flush: the header and slot area, and the range of
 	// entry numbers [dirtyLo, dirtyHi) written or cleared since the last one.

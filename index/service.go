@@ -225,6 +225,7 @@ func (s *Service) roll(ts int64) (*file, error) {
 		f.hdr.BeginPhyOffset, f.hdr.EndPhyOffset = prev.hdr.EndPhyOffset, prev.hdr.EndPhyOffset
 	}
 	f.writeHeader()
+	f.checked.Store(true) // every entry it gets is this process's
 	s.files = append(s.files, f)
 	s.cfg.Logger.Debug("index file created", "name", f.name)
 	return f, nil
@@ -248,6 +249,12 @@ func (s *Service) Query(topic, key string, maxNum int, begin, end int64) ([]int6
 	for i := len(s.files) - 1; i >= 0; i-- {
 		f := s.files[i]
 		if f.hasEntries() && f.timeMatched(begin, end) {
+			if !f.checked.Load() {
+				if err := f.check(); err != nil {
+					return out, err
+				}
+				f.checked.Store(true)
+			}
 			out = f.lay.selectPhyOffsets(f.bytes(), f.hdr, hash, maxNum, begin, end, out)
 		}
 		if f.hdr.BeginTimestamp < begin || len(out) >= maxNum {

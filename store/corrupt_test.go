@@ -49,7 +49,13 @@ func (f *damageFixture) fresh() *vfs.MemFS {
 
 func newDamageFixture(t *testing.T) *damageFixture {
 	t.Helper()
-	f := &damageFixture{cfg: crashConfig(), model: newModel(), seed: testSeed(t), tagsOf: map[string]string{}}
+	return newDamageFixtureWith(t, crashConfig())
+}
+
+// newDamageFixtureWith builds the fixture's image with cfg.
+func newDamageFixtureWith(t *testing.T, cfg Config) *damageFixture {
+	t.Helper()
+	f := &damageFixture{cfg: cfg, model: newModel(), seed: testSeed(t), tagsOf: map[string]string{}}
 	fsys := vfs.NewMem()
 	s := mustOpen(t, fsys, f.cfg)
 	rng := rand.New(rand.NewSource(f.seed))
@@ -544,5 +550,93 @@ func TestCorruptIndexAboveCheckpoint(t *testing.T) {
 		if err != nil {
 			t.Fatalf("index %s entry %d bit %d: %v", sp.file, sp.entry, bit, err)
 		}
+	}
+}
+
+// TestCorruptIndexBelowCheckpoint flips bits of index slots and entries
+// the checkpoint covers (no checksum protects them) and queries every key
+// of the image: each key is found at its message or the query fails with
+// a corruption error; none is hidden. The slot count is not a power of
+// two, as the default's (5,000,000) is not: a keyHash flip then always
+// moves its entry to another slot, which breaks a chain the first query
+// of the file checks.
+func TestCorruptIndexBelowCheckpoint(t *testing.T) {
+	cfg := crashConfig()
+	cfg.IndexMaxHashSlots = 17
+	f := newDamageFixtureWith(t, cfg)
+	dir := filepath.Join(f.cfg.Dir, indexDir)
+	names, err := f.image.List(dir)
+	if err != nil || len(names) == 0 {
+		t.Fatalf("index files: %v %v", names, err)
+	}
+	type spot struct {
+		file string
+		at   int64 // byte offset in the file
+	}
+	var spots []spot
+	entries := int64(index.HeaderSize + cfg.IndexMaxHashSlots*index.SlotSize)
+	for _, n := range names {
+		if n > f.ckpt.Index.File {
+			continue
+		}
+		b, err := f.image.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := index.DecodeHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := int64(h.IndexCount)
+		if n == f.ckpt.Index.File {
+			count = int64(f.ckpt.Index.IndexCount)
+		}
+		for at := int64(index.HeaderSize); at < entries+count*index.EntrySize; at++ {
+			if at < entries || at >= entries+index.EntrySize { // entry 0 is reserved
+				spots = append(spots, spot{n, at})
+			}
+		}
+	}
+	rng := rand.New(rand.NewSource(f.seed))
+	tally := map[string]int{}
+	for i := 0; i < 150; i++ {
+		sp := spots[rng.Intn(len(spots))]
+		bit := uint(rng.Intn(8))
+		part := "entry"
+		if sp.at < entries {
+			part = "slot"
+		}
+		fsys := f.fresh()
+		if err := fsys.FlipBit(filepath.Join(dir, sp.file), sp.at, bit); err != nil {
+			t.Fatal(err)
+		}
+		s, err := f.openDamaged(fsys)
+		if err != nil {
+			tally[part+": open refused"]++
+			continue
+		}
+		outcome := part + ": every key found"
+		for _, msg := range f.model.msgs {
+			got, err := s.QueryByKey(msg.topic, msg.key, 4, 0, 1<<62)
+			if err != nil {
+				if !errors.Is(err, index.ErrCorrupt) && !errors.Is(err, message.ErrCorrupt) {
+					t.Fatalf("%s byte %d bit %d: key %s: %v, not a corruption error", sp.file, sp.at, bit, msg.key, err)
+				}
+				outcome = part + ": query refused"
+				break
+			}
+			if len(got) != 1 || got[0].PhysicalOffset != msg.phy {
+				t.Fatalf("%s byte %d bit %d (%s): key %s (entry %d): %d hits, want its message at %d: hidden or wrong", sp.file, sp.at, bit, part, msg.key, msg.entry, len(got), msg.phy)
+			}
+		}
+		if outcome == part+": query refused" && s.Stats().Corruptions == 0 {
+			t.Fatalf("%s byte %d bit %d: a refused query not counted in Stats.Corruptions", sp.file, sp.at, bit)
+		}
+		s.Close()
+		tally[outcome]++
+	}
+	t.Logf("index flips below the checkpoint, outcomes: %v", tally)
+	if tally["slot: query refused"]+tally["entry: query refused"] == 0 {
+		t.Fatalf("no flip was detected: %v", tally)
 	}
 }

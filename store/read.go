@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/consumequeue"
+	"github.com/raftmq/raftmq/index"
 	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/meta"
 )
@@ -390,14 +391,24 @@ func (s *Store) queryIndex(topic, key string, max int, begin, end int64, match f
 	}
 	offsets, err := s.idx.Query(topic, key, max*4, begin, end)
 	if err != nil {
-		return nil, err
+		return nil, s.corrupted(err)
 	}
+	hash := index.KeyHash(index.BuildKey(topic, key))
 	var out []Message
 	s.segMu.RLock()
 	defer s.segMu.RUnlock()
 	for _, phy := range offsets {
 		m, err := s.readMessage(phy)
-		if err != nil || m.Topic != topic || !match(&m) || m.StoreTimestamp < begin || m.StoreTimestamp > end {
+		switch {
+		case errors.Is(err, message.ErrCorrupt):
+			return nil, fmt.Errorf("store: key %q of %s: %w", key, topic, err) // counted by readMessage
+		case err != nil:
+			continue // below the commitlog's min offset (retention)
+		case !indexedUnder(&m, hash):
+			return nil, s.corrupted(fmt.Errorf("store: key %q of %s: the index entry points at %d, a record without the key's hash: %w",
+				key, topic, phy, index.ErrCorrupt))
+		}
+		if m.Topic != topic || !match(&m) || m.StoreTimestamp < begin || m.StoreTimestamp > end {
 			continue
 		}
 		out = append(out, m)
@@ -434,4 +445,18 @@ func (s *Store) ConsumerOffset(group, topic string, queueID int32) (int64, bool)
 	defer s.mu.RUnlock()
 	off, ok := s.meta.Offsets[meta.OffsetKey{Group: group, QueueKey: meta.QueueKey{Topic: topic, Queue: queueID}}]
 	return off, ok
+}
+
+// indexedUnder reports whether the index put m under hash: one of the key
+// hashes of its UNIQ_KEY and KEYS in its own topic (a hash the query's key
+// shares with another topic's key is legitimate; the caller filters).
+func indexedUnder(m *Message, hash int32) bool {
+	_, keys, uniq := message.IndexedProperties(m.Properties)
+	var buf [8]int32
+	for _, h := range index.MessageKeyHashes(buf[:0], []byte(m.Topic), keys, uniq) {
+		if h == hash {
+			return true
+		}
+	}
+	return false
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/raftmq/raftmq/consumequeue"
+	"github.com/raftmq/raftmq/index"
 	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/meta"
 )
@@ -79,7 +80,7 @@ func (t *unitTrust) checked(k meta.QueueKey, lo, hi int64) {
 // corrupted counts err in Stats.Corruptions when it reports damaged data,
 // and returns it.
 func (s *Store) corrupted(err error) error {
-	if errors.Is(err, message.ErrCorrupt) || errors.Is(err, consumequeue.ErrCorrupt) {
+	if errors.Is(err, message.ErrCorrupt) || errors.Is(err, consumequeue.ErrCorrupt) || errors.Is(err, index.ErrCorrupt) {
 		s.counters.corruptions.Add(1)
 	}
 	return err
