@@ -36,28 +36,65 @@ func (d *diskFull) MaybeError(op vfs.Op) error {
 	return nil
 }
 
-// newFullDiskFSM is an FSM over a store whose fallocates under dir fail
-// while the returned diskFull is full, with topic T created (entry 1).
-func newFullDiskFSM(t *testing.T, dir string, done <-chan struct{}) (*testFSM, *diskFull) {
+// faultySetup says how newFaultyFSM builds an FSM over a store whose file
+// system injects faults.
+type faultySetup struct {
+	// onDisk: the OS file system under a temporary directory, where the
+	// store is really mapped and what it wrote stays in the page cache
+	// across a reopen, as in a node; else a MemFS, whose heap twin of a
+	// mapping keeps only what the store flushed (as a disk after a power
+	// loss).
+	onDisk      bool
+	inj         vfs.Injector
+	adjust      func(*store.Config) // if set, adjusts the store config
+	done        <-chan struct{}     // Config.Done; nil: closed after 10 s, bounding every wait
+	onSpaceWait func()
+	topic       bool // apply entry 1: create topic T
+}
+
+// newFaultyFSM builds the FSM of setup; OnFatal records into fatalErr.
+func newFaultyFSM(t *testing.T, setup faultySetup) *testFSM {
 	t.Helper()
-	disk := &diskFull{dir: dir}
-	// The OS file system: the store is really mapped, so what it wrote
-	// stays in the page cache across a reopen, as in a node (the heap twin
-	// of vfs.MemFS keeps nothing a store did not flush).
+	var fs vfs.FS
 	cfg := smallStoreConfig()
-	cfg.Dir = filepath.Join(t.TempDir(), "store")
-	fs := vfs.WithInjector(vfs.OS(), disk)
+	if setup.onDisk {
+		cfg.Dir, fs = filepath.Join(t.TempDir(), "store"), vfs.OS()
+	} else {
+		fs = vfs.NewMem()
+	}
+	if setup.adjust != nil {
+		setup.adjust(&cfg)
+	}
+	fs = vfs.WithInjector(fs, setup.inj)
 	st, err := store.Open(fs, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	done := setup.done
+	if done == nil {
+		bound := make(chan struct{})
+		timer := time.AfterFunc(10*time.Second, func() { close(bound) })
+		t.Cleanup(func() { timer.Stop() })
+		done = bound
+	}
 	f := &testFSM{cfg: cfg}
 	f.FSM = New(st, Config{FS: fs, Store: cfg, Done: done, SpaceRetry: time.Millisecond,
-		OnFatal: func(err error) { f.fatalErr = err }, OnSpaceWait: func() { disk.waits.Add(1) }})
+		OnFatal: func(err error) { f.fatalErr = err }, OnSpaceWait: setup.onSpaceWait})
 	t.Cleanup(func() { _ = f.Store().Close() })
-	if r := f.Apply(entry(t, 1, Command{Type: CmdCreateTopic, Topic: store.TopicConfig{Name: "T", Queues: 4, Perm: 6}})).(*ApplyResponse); r.Err != nil {
-		t.Fatal(r.Err)
+	if setup.topic {
+		if r := f.Apply(entry(t, 1, Command{Type: CmdCreateTopic, Topic: store.TopicConfig{Name: "T", Queues: 4, Perm: 6}})).(*ApplyResponse); r.Err != nil {
+			t.Fatal(r.Err)
+		}
 	}
+	return f
+}
+
+// newFullDiskFSM is an FSM over a store on disk whose fallocates under dir
+// fail while the returned diskFull is full, with topic T created (entry 1).
+func newFullDiskFSM(t *testing.T, dir string, done <-chan struct{}) (*testFSM, *diskFull) {
+	t.Helper()
+	disk := &diskFull{dir: dir}
+	f := newFaultyFSM(t, faultySetup{onDisk: true, inj: disk, done: done, topic: true, onSpaceWait: func() { disk.waits.Add(1) }})
 	return f, disk
 }
 
@@ -165,16 +202,7 @@ func checkResults(t *testing.T, st *store.Store, results []store.PutResult, suff
 // refuses (the first write of an empty store creates a segment) waits too.
 func TestRejectWaitsForSpace(t *testing.T) {
 	disk := &diskFull{}
-	cfg := smallStoreConfig()
-	cfg.Dir = filepath.Join(t.TempDir(), "store")
-	fs := vfs.WithInjector(vfs.OS(), disk)
-	st, err := store.Open(fs, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fatal error
-	f := New(st, Config{FS: fs, Store: cfg, SpaceRetry: time.Millisecond, OnFatal: func(err error) { fatal = err }})
-	t.Cleanup(func() { _ = f.Store().Close() })
+	f := newFaultyFSM(t, faultySetup{onDisk: true, inj: disk})
 	disk.full.Store(true)
 	out := make(chan *ApplyResponse, 1)
 	go func() {
@@ -183,14 +211,14 @@ func TestRejectWaitsForSpace(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for disk.failed.Load() < 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d failed fallocates, want the refusal's no-op frame to wait (stats %+v, fatal %v)", disk.failed.Load(), f.Stats(), fatal)
+			t.Fatalf("%d failed fallocates, want the refusal's no-op frame to wait (stats %+v)", disk.failed.Load(), f.Stats())
 		}
 		time.Sleep(time.Millisecond)
 	}
 	disk.full.Store(false)
 	r := <-out
-	if !errors.Is(r.Err, ErrUnknownCommand) || fatal != nil {
-		t.Fatalf("malformed entry after space: %v (fatal %v), want ErrUnknownCommand", r.Err, fatal)
+	if !errors.Is(r.Err, ErrUnknownCommand) || f.fatalErr != nil {
+		t.Fatalf("malformed entry after space: %v (fatal %v), want ErrUnknownCommand", r.Err, f.fatalErr)
 	}
 	if got, _ := f.Store().Applied(); got != 1 {
 		t.Fatalf("applied index %d, want 1", got)
@@ -205,28 +233,14 @@ func TestRejectWaitsForSpace(t *testing.T) {
 // entry with a gap below it: fatal instead.
 func TestSpaceWaitStopsWhenReopenLostEntries(t *testing.T) {
 	disk := &diskFull{}
-	mem, cfg := vfs.NewMem(), smallStoreConfig()
-	fs := vfs.WithInjector(mem, disk)
-	st, err := store.Open(fs, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fatal error
-	done := make(chan struct{}) // bounds a wait that never ends without the check
-	timer := time.AfterFunc(10*time.Second, func() { close(done) })
-	defer timer.Stop()
-	f := New(st, Config{FS: fs, Store: cfg, SpaceRetry: time.Millisecond, Done: done, OnFatal: func(err error) { fatal = err }})
-	t.Cleanup(func() { _ = f.Store().Close() })
-	if r := f.Apply(entry(t, 1, Command{Type: CmdCreateTopic, Topic: store.TopicConfig{Name: "T", Queues: 4, Perm: 6}})).(*ApplyResponse); r.Err != nil {
-		t.Fatal(r.Err)
-	}
+	f := newFaultyFSM(t, faultySetup{inj: disk, topic: true}) // the 10 s bound ends a wait that never would without the check
 	disk.full.Store(true)
 	var r *ApplyResponse
 	for i := uint64(2); i < 1000 && f.Stats().SpaceWaits == 0; i++ {
 		r = f.Apply(entry(t, i, batch(int64(i), "T", 50))).(*ApplyResponse)
 	}
-	if !errors.Is(r.Err, ErrFatal) || !strings.Contains(r.Err.Error(), "below the 1 it had applied") || fatal == nil {
-		t.Fatalf("entry after a reopen that lost entry 1: %v (fatal %v), want ErrFatal for the gap", r.Err, fatal)
+	if !errors.Is(r.Err, ErrFatal) || !strings.Contains(r.Err.Error(), "below the 1 it had applied") || f.fatalErr == nil {
+		t.Fatalf("entry after a reopen that lost entry 1: %v (fatal %v), want ErrFatal for the gap", r.Err, f.fatalErr)
 	}
 }
 
@@ -263,29 +277,15 @@ func (s *syncNoSpace) MaybeError(op vfs.Op) error {
 // the next entry is fatal (the node restarts and recovers from disk).
 func TestFailedSyncForNoSpaceIsFatal(t *testing.T) {
 	inj := &syncNoSpace{}
-	mem, cfg := vfs.NewMem(), smallStoreConfig()
-	fs := vfs.WithInjector(mem, inj)
-	st, err := store.Open(fs, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fatal error
-	done := make(chan struct{}) // bounds a wait the FSM must not start
-	timer := time.AfterFunc(10*time.Second, func() { close(done) })
-	defer timer.Stop()
-	f := New(st, Config{FS: fs, Store: cfg, SpaceRetry: time.Millisecond, Done: done, OnFatal: func(err error) { fatal = err }})
-	t.Cleanup(func() { _ = f.Store().Close() })
-	if r := f.Apply(entry(t, 1, Command{Type: CmdCreateTopic, Topic: store.TopicConfig{Name: "T", Queues: 4, Perm: 6}})).(*ApplyResponse); r.Err != nil {
-		t.Fatal(r.Err)
-	}
+	f := newFaultyFSM(t, faultySetup{inj: inj, topic: true}) // the 10 s bound ends a wait the FSM must not start
 	inj.on.Store(true)
 	if err := f.Store().Flush(); !errors.Is(err, store.ErrSyncFailed) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("flush with syncs failing: %v, want ErrSyncFailed wrapping ENOSPC", err)
 	}
 	inj.on.Store(false)
 	r := f.Apply(entry(t, 2, batch(2, "T", 5))).(*ApplyResponse)
-	if !errors.Is(r.Err, ErrFatal) || !errors.Is(r.Err, store.ErrSyncFailed) || fatal == nil {
-		t.Fatalf("entry after a failed sync: %v (fatal %v), want ErrFatal", r.Err, fatal)
+	if !errors.Is(r.Err, ErrFatal) || !errors.Is(r.Err, store.ErrSyncFailed) || f.fatalErr == nil {
+		t.Fatalf("entry after a failed sync: %v (fatal %v), want ErrFatal", r.Err, f.fatalErr)
 	}
 	if s := f.Stats(); s.SpaceWaits != 0 {
 		t.Fatalf("stats %+v: a failed sync was waited out", s)
@@ -317,23 +317,9 @@ func (d *freedByRetention) MaybeError(op vfs.Op) error {
 // a retention that frees space ends it with no one's help.
 func TestRetentionEndsSpaceWait(t *testing.T) {
 	disk := &freedByRetention{}
-	cfg := smallStoreConfig()
-	cfg.Dir = filepath.Join(t.TempDir(), "store")
-	cfg.DiskMaxUsedSpaceRatio = 1 // every segment below the checkpoint may go
-	fs := vfs.WithInjector(vfs.OS(), disk)
-	st, err := store.Open(fs, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fatal error
-	done := make(chan struct{}) // bounds a wait that never ends without retention
-	timer := time.AfterFunc(10*time.Second, func() { close(done) })
-	defer timer.Stop()
-	f := New(st, Config{FS: fs, Store: cfg, SpaceRetry: time.Millisecond, Done: done, OnFatal: func(err error) { fatal = err }})
-	t.Cleanup(func() { _ = f.Store().Close() })
-	if r := f.Apply(entry(t, 1, Command{Type: CmdCreateTopic, Topic: store.TopicConfig{Name: "T", Queues: 4, Perm: 6}})).(*ApplyResponse); r.Err != nil {
-		t.Fatal(r.Err)
-	}
+	f := newFaultyFSM(t, faultySetup{onDisk: true, inj: disk, topic: true, // the 10 s bound ends a wait that never would without retention
+		adjust: func(c *store.Config) { c.DiskMaxUsedSpaceRatio = 1 }}) // every segment below the checkpoint may go
+	cfg := f.cfg
 	i := uint64(2)
 	for ; f.Store().Stats().MaxOffset < 3*cfg.CommitLogFileSize; i++ {
 		if r := f.Apply(entry(t, i, batch(int64(i), "T", 50))).(*ApplyResponse); r.Err != nil {
@@ -349,8 +335,8 @@ func TestRetentionEndsSpaceWait(t *testing.T) {
 			t.Fatal("1000 entries and no wait for space")
 		}
 		r := f.Apply(entry(t, i, batch(int64(i), "T", 50))).(*ApplyResponse)
-		if r.Err != nil || fatal != nil {
-			t.Fatalf("entry %d: %v (fatal %v, %d fallocates refused), want it applied after retention freed space", i, r.Err, fatal, disk.failed.Load())
+		if r.Err != nil || f.fatalErr != nil {
+			t.Fatalf("entry %d: %v (fatal %v, %d fallocates refused), want it applied after retention freed space", i, r.Err, f.fatalErr, disk.failed.Load())
 		}
 		if f.Stats().SpaceWaits > 0 {
 			checkResults(t, f.Store(), r.Results, fmt.Sprintf("@%d", i))

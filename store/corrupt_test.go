@@ -494,16 +494,37 @@ func unitField(bit int) string {
 	}
 }
 
-// TestCorruptIndexAboveCheckpoint damages index entries written after the
-// checkpoint: abnormal recovery cuts the index back to the checkpointed
-// count and redispatches the tail, so every key is found afterwards.
-func TestCorruptIndexAboveCheckpoint(t *testing.T) {
-	f := newDamageFixture(t)
+// indexFiles lists the image's index directory and files.
+func (f *damageFixture) indexFiles(t *testing.T) (string, []string) {
+	t.Helper()
 	dir := filepath.Join(f.cfg.Dir, indexDir)
 	names, err := f.image.List(dir)
 	if err != nil || len(names) == 0 {
 		t.Fatalf("index files: %v %v", names, err)
 	}
+	return dir, names
+}
+
+// indexHeader reads the header of the image's index file name in dir.
+func (f *damageFixture) indexHeader(t *testing.T, dir, name string) index.Header {
+	t.Helper()
+	b, err := f.image.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := index.DecodeHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestCorruptIndexAboveCheckpoint damages index entries written after the
+// checkpoint: abnormal recovery cuts the index back to the checkpointed
+// count and redispatches the tail, so every key is found afterwards.
+func TestCorruptIndexAboveCheckpoint(t *testing.T) {
+	f := newDamageFixture(t)
+	dir, names := f.indexFiles(t)
 	// The checkpointed file's entries from the checkpointed count on, and
 	// the first entries of every newer file.
 	type spot struct {
@@ -514,14 +535,7 @@ func TestCorruptIndexAboveCheckpoint(t *testing.T) {
 	for _, n := range names {
 		switch {
 		case n == f.ckpt.Index.File:
-			b, err := f.image.ReadFile(filepath.Join(dir, n))
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, err := index.DecodeHeader(b)
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := f.indexHeader(t, dir, n)
 			for e := int(f.ckpt.Index.IndexCount); e < int(h.IndexCount); e++ {
 				spots = append(spots, spot{n, e})
 			}
@@ -564,11 +578,7 @@ func TestCorruptIndexBelowCheckpoint(t *testing.T) {
 	cfg := crashConfig()
 	cfg.IndexMaxHashSlots = 17
 	f := newDamageFixtureWith(t, cfg)
-	dir := filepath.Join(f.cfg.Dir, indexDir)
-	names, err := f.image.List(dir)
-	if err != nil || len(names) == 0 {
-		t.Fatalf("index files: %v %v", names, err)
-	}
+	dir, names := f.indexFiles(t)
 	type spot struct {
 		file string
 		at   int64 // byte offset in the file
@@ -579,15 +589,7 @@ func TestCorruptIndexBelowCheckpoint(t *testing.T) {
 		if n > f.ckpt.Index.File {
 			continue
 		}
-		b, err := f.image.ReadFile(filepath.Join(dir, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := index.DecodeHeader(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		count := int64(h.IndexCount)
+		count := int64(f.indexHeader(t, dir, n).IndexCount)
 		if n == f.ckpt.Index.File {
 			count = int64(f.ckpt.Index.IndexCount)
 		}
