@@ -225,7 +225,7 @@ func (f *FSM) applyTo(st *store.Store, l *raft.Log, cmd *Command, decodeErr erro
 // even for ENOSPC: the kernel may have dropped the pages it covered while
 // the page cache still shows them, which no reopen can tell.
 func WaitsForSpace(err error) bool {
-	return err != nil && vfs.IsNoSpace(err) && !errors.Is(err, store.ErrSyncFailed)
+	return err != nil && vfs.IsNoSpace(err) && !errors.Is(err, store.ErrSyncFailed) && !vfs.IsSyncFailure(err)
 }
 
 // execute runs one decoded command against the store.
@@ -266,7 +266,7 @@ func (f *FSM) execute(st *store.Store, h *store.EntryHeader, cmd *Command) (*App
 // lost applied entries (Raft will not deliver them again), which is
 // fatal. first is the first try's response: when recovery finds the entry
 // applied before the disk filled (a message batch written to the commitlog
-// whose dispatch failed), its results are those. It returns the last error
+// whose dispatch failed), its results are those of the try that wrote it. It returns the last error
 // once Done is closed, or the entry's response.
 func (f *FSM) waitForSpace(l *raft.Log, prev uint64, try func(*store.Store) (*ApplyResponse, error), first *ApplyResponse, cause error) (*ApplyResponse, error) {
 	f.spaceWaits.Add(1)
@@ -297,6 +297,9 @@ func (f *FSM) waitForSpace(l *raft.Log, prev uint64, try func(*store.Store) (*Ap
 		}
 		if !WaitsForSpace(err) {
 			return nil, err
+		}
+		if resp != nil && len(resp.Results) > 0 {
+			first = resp // this try wrote the entry; its dispatch was refused
 		}
 		cause = err
 		if n == 1 || n%50 == 0 {

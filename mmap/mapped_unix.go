@@ -5,6 +5,7 @@ package mmap
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/raftmq/raftmq/vfs"
@@ -102,7 +103,7 @@ func (m *mappedFile) flushLocked(from, to int64) error {
 	page := int64(unix.Getpagesize())
 	start := from &^ (page - 1)
 	if err := unix.Msync(m.data[start:to], unix.MS_SYNC); err != nil {
-		return fmt.Errorf("mmap: msync %s: %w", m.name, err)
+		return fmt.Errorf("mmap: %w", &os.PathError{Op: "msync", Path: m.name, Err: err})
 	}
 	// msync writes back whole pages: the disk meter counts the page cover.
 	accountWrite(m.f, min((to+page-1)&^(page-1), m.size)-start)

@@ -163,7 +163,9 @@ func (s *Store) checkpointRecovered() {
 		}
 		s.writeMu.Unlock()
 	}
-	if err == nil {
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrSyncFailed, err)
+	} else {
 		err = recovery.WriteCheckpoint(s.fs, s.cfg.Dir, &rc.ckpt)
 	}
 	if err != nil {

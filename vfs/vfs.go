@@ -29,6 +29,22 @@ var ErrNoSpaceInfo = errors.New("vfs: file system size unknown")
 // clears once space is freed, so a writer may wait and retry.
 func IsNoSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }
 
+// IsSyncFailure reports whether err comes from a sync (fdatasync, fsync,
+// msync, a directory's fsync): what the sync covered may be lost on disk
+// while the page cache still shows it, so unlike a refused write it is
+// never waited out and retried, whatever its errno.
+func IsSyncFailure(err error) bool {
+	var pe *os.PathError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Op {
+	case "fdatasync", "fsync", "sync", "msync":
+		return true
+	}
+	return false
+}
+
 // Space is the size of a file system, in bytes, as statfs(2) reports it.
 // Free counts the blocks reserved for root too; Avail is what an
 // unprivileged writer can still use.
