@@ -77,7 +77,7 @@ func Open(fs vfs.FS, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", cfg.Dir, err)
 	}
-	return &Log{q: q, fileSize: cfg.FileSize, logger: cfg.Logger}, nil
+	return &Log{q: q, fileSize: cfg.FileSize, logger: cfg.Logger, trust: newVerified()}, nil
 }
 
 // FileSize is the size of every segment.

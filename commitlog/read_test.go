@@ -112,10 +112,11 @@ func TestReadRecordRefBitFlips(t *testing.T) {
 }
 
 // Entries this process appended are served without a CRC pass; others are
-// verified once, from the start of their segment on: damage in an earlier
-// entry of the segment fails the reads behind it (nothing past unverified
-// bytes is served), and a flip after an entry was verified is not seen
-// again until the next process (raftmq verify finds it).
+// verified once per process, each read checking the entries from the
+// nearest verified one below it (or searching backward for its own frame
+// when that is far): damage in one entry fails only the reads of its
+// records, and a flip after an entry was verified is not seen again until
+// the next process (raftmq verify finds it).
 func TestReadVerifiesEntriesOnce(t *testing.T) {
 	l := openTestLog(t, vfs.NewMem(), 1<<20)
 	var starts []int64
@@ -131,32 +132,54 @@ func TestReadVerifiesEntriesOnce(t *testing.T) {
 	}
 	seg, _ := l.q.Find(starts[0])
 	data := seg.File.Bytes()
-	props := func(i int) *byte { return &data[refs[i].Offset+int64(refs[i].Size)-1-seg.Start] } // the last property byte
-	*props(2) ^= 1
-	if _, err := l.ReadRecordRef(refs[2]); err != nil {
+	flip := func(i int) { data[refs[i].Offset+int64(refs[i].Size)-1-seg.Start] ^= 1 } // the last property byte
+	read := func(i int) error { _, err := l.ReadRecordRef(refs[i]); return err }
+	isCorrupt := func(err error, at int64) bool {
+		var ce *CorruptionError
+		return errors.As(err, &ce) && ce.Offset == at
+	}
+
+	flip(2)
+	if err := read(2); err != nil {
 		t.Fatalf("an appended entry was checked again: %v", err)
 	}
-	*props(2) ^= 1
+	flip(2)
 
 	l.trust.reset()
-	*props(0) ^= 1
-	for i := range refs {
-		var ce *CorruptionError
-		if _, err := l.ReadRecordRef(refs[i]); !errors.As(err, &ce) || ce.Offset != starts[0] {
-			t.Fatalf("entry %d behind a damaged entry 0: %v, want a *CorruptionError at %d", i, err, starts[0])
+	flip(0)
+	if err := read(0); !isCorrupt(err, starts[0]) {
+		t.Fatalf("damaged entry 0: %v, want a *CorruptionError at %d", err, starts[0])
+	}
+	for i := 1; i < 3; i++ {
+		if err := read(i); err != nil {
+			t.Fatalf("entry %d behind a damaged entry 0: %v, want it served", i, err)
 		}
 	}
-	*props(0) ^= 1
-	if _, err := l.ReadRecordRef(refs[1]); err != nil {
-		t.Fatalf("entry 1 after the repair: %v", err)
+	flip(0)
+	if err := read(0); err != nil {
+		t.Fatalf("entry 0 after the repair: %v", err)
 	}
-	*props(0) ^= 1
-	if _, err := l.ReadRecordRef(refs[0]); err != nil {
+	flip(0)
+	if err := read(0); err != nil {
 		t.Fatalf("entry 0 was verified before its flip: %v, want it served (verified once a process)", err)
 	}
-	if _, err := l.ReadRecord(refs[2].Offset); err != nil {
-		t.Fatalf("entry 2 (not verified yet, undamaged): %v", err)
+	flip(0)
+
+	// Far from any verified entry, a read searches back for its own frame
+	// and verifies that entry alone.
+	l.trust.reset()
+	l.trust.walk = 0
+	if err := read(2); err != nil {
+		t.Fatalf("entry 2 found by the backward search: %v", err)
 	}
+	flip(1)
+	if err := read(1); !isCorrupt(err, refs[1].Offset) && !isCorrupt(err, starts[1]) {
+		t.Fatalf("damaged entry 1, not verified by entry 2's search: %v, want a *CorruptionError", err)
+	}
+	if err := read(2); err != nil {
+		t.Fatalf("entry 2 again: %v", err)
+	}
+	flip(1)
 }
 
 // TestReadRecordRefMismatch: a unit that names another queue, offset, topic

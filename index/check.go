@@ -14,6 +14,23 @@ import "fmt"
 // cannot see: a flip that keeps phyOffset or timeDiff between their
 // neighbours' (the store checks the record a hit points at), or a keyHash
 // flip that keeps its slot (slot counts that are powers of two).
+// verify runs check once: it returns nil for a checked file and the same
+// error for a damaged one every time.
+func (f *file) verify() error {
+	if f.checked.Load() {
+		return nil
+	}
+	if d := f.damage.Load(); d != nil {
+		return *d
+	}
+	if err := f.check(); err != nil {
+		f.damage.Store(&err)
+		return err
+	}
+	f.checked.Store(true)
+	return nil
+}
+
 func (f *file) check() error {
 	b, lay := f.bytes(), f.lay
 	limit := lay.entryLimit(f.hdr)

@@ -86,8 +86,12 @@ type file struct {
 	lay       layout
 	hdr       Header
 	// checked: a query may trust the file's slots and entries (check
-	// passed in this process, or this process created the file).
+	// passed in this process, or this process created the file); damage:
+	// check failed (every later query that reads the file fails alike).
 	checked atomic.Bool
+	damage  atomic.Pointer[error]
+	// unmapped: the mapping is closed (Service.mapped).
+	unmapped bool
 
 	// dirty tracking for Flush: the header and slot area, and the range of
 	// entry numbers [dirtyLo, dirtyHi) written or cleared since the last one.

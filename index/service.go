@@ -22,6 +22,10 @@ type Service struct {
 	mu     sync.RWMutex
 	files  []*file
 	closed bool
+	// mapped is held for reading by a check of an older file that runs
+	// without mu (so puts go on), and for writing while a file is unmapped
+	// (remove, Close; mu held): a check never reads an unmapped file.
+	mapped sync.RWMutex
 }
 
 // FileInfo describes one index file.
@@ -239,6 +243,9 @@ func (s *Service) Query(topic, key string, maxNum int, begin, end int64) ([]int6
 	if maxNum <= 0 {
 		return nil, fmt.Errorf("%w: maxNum %d", ErrArgument, maxNum)
 	}
+	if err := s.checkFiles(begin, end); err != nil {
+		return nil, err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -249,11 +256,8 @@ func (s *Service) Query(topic, key string, maxNum int, begin, end int64) ([]int6
 	for i := len(s.files) - 1; i >= 0; i-- {
 		f := s.files[i]
 		if f.hasEntries() && f.timeMatched(begin, end) {
-			if !f.checked.Load() {
-				if err := f.check(); err != nil {
-					return out, err
-				}
-				f.checked.Store(true)
+			if err := f.verify(); err != nil { // only a file that came after checkFiles
+				return out, err
 			}
 			out = f.lay.selectPhyOffsets(f.bytes(), f.hdr, hash, maxNum, begin, end, out)
 		}
@@ -262,6 +266,44 @@ func (s *Service) Query(topic, key string, maxNum int, begin, end int64) ([]int6
 		}
 	}
 	return out, nil
+}
+
+// checkFiles checks the files a query of [begin, end] may read that no
+// query checked yet. An older file never changes, so it is checked without
+// mu (puts, that is the store's appends, go on meanwhile); the newest one,
+// which puts change, under mu's read side.
+func (s *Service) checkFiles(begin, end int64) error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	var todo []*file
+	for _, f := range s.files {
+		if f.hasEntries() && f.timeMatched(begin, end) && !f.checked.Load() {
+			todo = append(todo, f)
+		}
+	}
+	newest := s.newest()
+	s.mu.RUnlock()
+	for _, f := range todo {
+		var err error
+		if f == newest {
+			s.mu.RLock()
+			err = f.verify()
+			s.mu.RUnlock()
+		} else {
+			s.mapped.RLock()
+			if !f.unmapped {
+				err = f.verify()
+			}
+			s.mapped.RUnlock()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // EndPhyOffset is the newest file's endPhyOffset (0 without files): the
@@ -325,7 +367,11 @@ func (s *Service) removeNewest() error {
 }
 
 func (s *Service) remove(f *file) error {
-	err := errors.Join(f.mf.Close(), s.fs.Remove(f.path))
+	s.mapped.Lock()
+	f.unmapped = true
+	cerr := f.mf.Close()
+	s.mapped.Unlock()
+	err := errors.Join(cerr, s.fs.Remove(f.path))
 	if err != nil {
 		return fmt.Errorf("index: delete %s: %w", f.path, err)
 	}
@@ -404,7 +450,10 @@ func (s *Service) Close() {
 		return
 	}
 	s.closed = true
+	s.mapped.Lock()
+	defer s.mapped.Unlock()
 	for _, f := range s.files {
+		f.unmapped = true
 		if err := f.mf.Close(); err != nil {
 			s.cfg.Logger.Error("closing index file", "name", f.name, "error", err)
 		}
