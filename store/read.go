@@ -199,7 +199,7 @@ func (s *Store) readMessage(phy int64) (Message, error) {
 	}
 	r, err := s.log.ReadRecord(phy)
 	if err != nil {
-		return Message{}, s.corrupted(err)
+		return Message{}, err // not counted: a lookup's offset may come from a client
 	}
 	var m Message
 	copyRecord(&m, &r, string(r.Topic), make([]byte, 0, len(r.Body)+len(r.Properties)))
@@ -401,7 +401,7 @@ func (s *Store) queryIndex(topic, key string, max int, begin, end int64, match f
 		m, err := s.readMessage(phy)
 		switch {
 		case errors.Is(err, message.ErrCorrupt):
-			return nil, fmt.Errorf("store: key %q of %s: %w", key, topic, err) // counted by readMessage
+			return nil, s.corrupted(fmt.Errorf("store: key %q of %s: %w", key, topic, err))
 		case err != nil:
 			continue // below the commitlog's min offset (retention)
 		case !indexedUnder(&m, hash):
