@@ -16,6 +16,7 @@ import (
 	"github.com/raftmq/raftmq/internal/testseed"
 	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/transport"
 )
 
 // TestSplitBoundsParts: split keeps the messages in order, and every part
@@ -149,13 +150,17 @@ func TestSplitSendBoundsEntries(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 22))
 	const maxBytes = 1 << 20
 	c := startClusterWith(t, 3, func(cfg *Config) {
-		defaultRaftTiming(cfg)
+		// The test is about entry sizes, not failover: timeouts the race
+		// detector on a loaded machine does not trip while megabytes go
+		// to each follower (CI saw 400+ ms heartbeats and a leader step
+		// down with the defaults). A leader change that comes anyway is
+		// followed by sendToLeader.
+		cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout, cfg.Raft.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, 1500*time.Millisecond
 		cfg.GroupCommit.MaxBytes = maxBytes
 		cfg.Store.MaxMessageSize = 1 << 20
 		cfg.Store.CommitLogFileSize = 8 << 20
 	})
 	sends := [][]message.Message{bigMsgs(rng, "huge", 16, 900_000), bigMsgs(rng, "wide", 64, 100_000)}
-	l := c.leader()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -164,7 +169,7 @@ func TestSplitSendBoundsEntries(t *testing.T) {
 	go func() { // small sends interleave with the parts
 		defer wg.Done()
 		for i := range 50 {
-			if _, err := l.Send(ctx, msgs("Small", fmt.Sprintf("s%d", i), 3)); err != nil {
+			if _, err := c.sendToLeader(ctx, msgs("Small", fmt.Sprintf("s%d", i), 3)); err != nil {
 				smallErr <- err
 				return
 			}
@@ -172,7 +177,7 @@ func TestSplitSendBoundsEntries(t *testing.T) {
 	}()
 	results := make([][]store.PutResult, len(sends))
 	for i, s := range sends {
-		res, err := l.Send(ctx, s)
+		res, err := c.sendToLeader(ctx, s)
 		if err != nil {
 			t.Fatalf("seed %d: send %d of %d messages: %v", seed, i, len(s), err)
 		}
@@ -185,7 +190,7 @@ func TestSplitSendBoundsEntries(t *testing.T) {
 	default:
 	}
 	for i, s := range sends {
-		checkSplitResults(t, l, s, results[i])
+		checkSplitResults(t, s, results[i])
 	}
 	c.assertIdentical()
 	for _, n := range c.nodes {
@@ -201,9 +206,28 @@ func TestSplitSendBoundsEntries(t *testing.T) {
 	}
 }
 
+// sendToLeader sends ms to the current leader, and again (all of it) to the
+// next one while the answer says leadership moved: a split send cut short
+// may have stored some parts, which then sit in the log twice, each copy
+// whole; the results are the last send's.
+func (c *cluster) sendToLeader(ctx context.Context, ms []message.Message) ([]store.PutResult, error) {
+	for try := 0; ; try++ {
+		l := c.readyLeader(ctx)
+		if l == nil {
+			return nil, fmt.Errorf("no ready leader: %w", ctx.Err())
+		}
+		res, err := l.Send(ctx, ms)
+		moved := errors.Is(err, transport.ErrNotLeader) || errors.Is(err, transport.ErrOutcomeUnknown)
+		if !moved || try == 3 || ctx.Err() != nil {
+			return res, err
+		}
+		c.t.Logf("send of %d messages to %s: %v; again to the leader", len(ms), l.cfg.ID, err)
+	}
+}
+
 // checkSplitResults: one result per message, in the order of the request
 // (queue offsets and physical offsets rise), each a stored message.
-func checkSplitResults(t *testing.T, n *Node, sent []message.Message, res []store.PutResult) {
+func checkSplitResults(t *testing.T, sent []message.Message, res []store.PutResult) {
 	t.Helper()
 	if len(res) != len(sent) {
 		t.Fatalf("%d results for %d messages", len(res), len(sent))

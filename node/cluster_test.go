@@ -155,18 +155,31 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	}
 }
 
-func (c *cluster) leader() *Node {
-	c.t.Helper()
-	var l *Node
-	waitFor(c.t, "a ready leader", 15*time.Second, func() bool {
+// readyLeader is the ready leader, without failing the test (it may run
+// off the test goroutine): nil once ctx ends.
+func (c *cluster) readyLeader(ctx context.Context) *Node {
+	for {
 		for _, n := range c.nodes {
 			if n != nil && n.raft.State() == raft.Leader && n.isReady.Load() {
-				l = n
-				return true
+				return n
 			}
 		}
-		return false
-	})
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (c *cluster) leader() *Node {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	l := c.readyLeader(ctx)
+	if l == nil {
+		c.t.Fatal("timed out after 15s waiting for a ready leader")
+	}
 	return l
 }
 
