@@ -157,11 +157,12 @@ var (
 	gSpaceWaits      = newCounter("fsm_space_waits_total", "Entries whose apply waited for disk space (the store's disk was full; the FSM reopens the store and retries until there is room).")
 	gWaitingSpace    = newGauge("fsm_waiting_for_space", "1 while the FSM waits for disk space to apply an entry.")
 	gCorruptions     = newCounter("corruption_total", "Reads this node refused because what they would serve is damaged: a record, the CRC32C of its entry, or a consume-queue unit its record contradicts. Counted by the store opened last (it starts at 0 when the store is reopened or a snapshot installed).")
+	gRebuildPending  = newGauge("store_rebuild_pending", "1 when a read found a consume queue or the index damaged: the rebuild marker is written and the next start rebuilds them from the commitlog.")
 	gDiskWritten     = newCounter("disk_write_bytes_total", "Bytes this node wrote to disk by file: write()/pwrite bytes, plus the page-aligned cover of msync'd mmap ranges (fallocate, truncate, directory syncs and the file system journal excluded).", "file")
 )
 
 var allGauges = []gauge{gCommitlogOffset, gFlushLag, gStoreMessages, gStoreBytes, gStoreEntries, gStoreSize, gRecovery,
-	gRaftState, gRaftTerm, gRaftIndex, gFSMEntries, gReady, gTopicConsumed, gGroupLag, gDiskUsed, gSpaceWaits, gWaitingSpace, gCorruptions, gDiskWritten}
+	gRaftState, gRaftTerm, gRaftIndex, gFSMEntries, gReady, gTopicConsumed, gGroupLag, gDiskUsed, gSpaceWaits, gWaitingSpace, gCorruptions, gRebuildPending, gDiskWritten}
 
 // Disk meter classes (raftmq_disk_write_bytes_total{file}). "raftlog" is
 // not counted through vfs: the Raft log store writes its own files and
@@ -236,6 +237,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(gStoreSize, float64(s.Queues), "queues")
 	emit(gRecovery, s.RecoveryDuration.Seconds(), s.RecoveryMode)
 	emit(gCorruptions, float64(s.Corruptions))
+	emit(gRebuildPending, boolGauge(s.RebuildPending))
 	emit(gDiskUsed, float64(c.n.Store().DiskUsedPercent())/100)
 	state := c.n.raft.State()
 	for _, st := range []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown} {
@@ -259,16 +261,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(gFSMEntries, float64(fs.Rejected), "rejected")
 	emit(gFSMEntries, float64(fs.Other), "other")
 	emit(gSpaceWaits, float64(fs.SpaceWaits))
-	waiting := 0.0
-	if fs.WaitingForSpace {
-		waiting = 1
-	}
-	emit(gWaitingSpace, waiting)
-	ready := 0.0
-	if c.n.isReady.Load() {
-		ready = 1
-	}
-	emit(gReady, ready)
+	emit(gWaitingSpace, boolGauge(fs.WaitingForSpace))
+	emit(gReady, boolGauge(c.n.isReady.Load()))
 	if c.n.api != nil {
 		for topic, v := range c.n.api.Stats().PulledByTopic {
 			emit(gTopicConsumed, float64(v), topic)
@@ -281,4 +275,12 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, class := range c.n.disk.Classes() {
 		emit(gDiskWritten, float64(c.n.disk.Written(class)), class)
 	}
+}
+
+// boolGauge is 1 for true.
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -63,6 +63,9 @@ func TestMetricsNamesAndUnits(t *testing.T) {
 	if v := value(got["raftmq_topic_produced_messages_total"], "topic", "T"); v != 13 {
 		t.Errorf("raftmq_topic_produced_messages_total{topic=T} = %v on the leader, want 13", v)
 	}
+	if m, ok := got["raftmq_store_rebuild_pending"]; !ok || value(m, "", "") != 0 {
+		t.Errorf("raftmq_store_rebuild_pending exported %v, value %v, want 0 on undamaged files", ok, value(m, "", ""))
+	}
 	if m, ok := got["raftmq_corruption_total"]; !ok || value(m, "", "") != 0 {
 		t.Errorf("raftmq_corruption_total exported %v, value %v, want 0 on undamaged files", ok, value(m, "", ""))
 	}

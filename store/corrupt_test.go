@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -603,6 +604,7 @@ func TestCorruptIndexBelowCheckpoint(t *testing.T) {
 	if raceBuild { // the race detector checks concurrency, not coverage
 		step = 7
 	}
+	repairSeen := false
 	for i := 0; i < len(spots); i += step { // every byte, one seeded bit of each
 		sp := spots[i]
 		bit := uint(rng.Intn(8))
@@ -620,27 +622,96 @@ func TestCorruptIndexBelowCheckpoint(t *testing.T) {
 			continue
 		}
 		outcome := part + ": every key found"
-		for _, msg := range f.model.msgs {
-			got, err := s.QueryByKey(msg.topic, msg.key, 4, 0, 1<<62)
-			if err != nil {
-				if !errors.Is(err, index.ErrCorrupt) && !errors.Is(err, message.ErrCorrupt) {
-					t.Fatalf("%s byte %d bit %d: key %s: %v, not a corruption error", sp.file, sp.at, bit, msg.key, err)
-				}
-				outcome = part + ": query refused"
-				break
+		refused := f.queryEveryKey(t, s, fmt.Sprintf("%s byte %d bit %d (%s)", sp.file, sp.at, bit, part))
+		if refused != nil {
+			outcome = part + ": query refused"
+			if s.Stats().Corruptions == 0 {
+				t.Fatalf("%s byte %d bit %d: a refused query not counted in Stats.Corruptions", sp.file, sp.at, bit)
 			}
-			if len(got) != 1 || got[0].PhysicalOffset != msg.phy {
-				t.Fatalf("%s byte %d bit %d (%s): key %s (entry %d): %d hits, want its message at %d: hidden or wrong", sp.file, sp.at, bit, part, msg.key, msg.entry, len(got), msg.phy)
-			}
-		}
-		if outcome == part+": query refused" && s.Stats().Corruptions == 0 {
-			t.Fatalf("%s byte %d bit %d: a refused query not counted in Stats.Corruptions", sp.file, sp.at, bit)
 		}
 		s.Close()
+		if errors.Is(refused, index.ErrCorrupt) && !repairSeen {
+			// The refusal left the rebuild marker: the next Open rebuilds
+			// the index from the commitlog, and every key is found.
+			repairSeen = true
+			if s, err = f.openDamaged(fsys); err != nil {
+				t.Fatalf("reopen after the refusal: %v", err)
+			}
+			if err := f.queryEveryKey(t, s, "after the rebuild"); err != nil {
+				t.Fatalf("%s byte %d bit %d: after the rebuild: %v", sp.file, sp.at, bit, err)
+			}
+			s.Close()
+		}
 		tally[outcome]++
+	}
+	if !repairSeen {
+		t.Fatal("no index damage was refused, so none was rebuilt")
 	}
 	t.Logf("index flips below the checkpoint, outcomes: %v", tally)
 	if tally["slot: query refused"]+tally["entry: query refused"] == 0 {
 		t.Fatalf("no flip was detected: %v", tally)
 	}
+}
+
+// A read that finds a consume-queue unit damaged (here a tagsCode that hid
+// the message from tag consumers) fails, leaves the rebuild marker, and the
+// next Open rebuilds the queues from the commitlog: the message is served
+// to the tag filter again and the marker is gone.
+func TestDamagedUnitRebuiltAtNextOpen(t *testing.T) {
+	f := newDamageFixture(t)
+	victim := f.model.msgs[len(f.model.msgs)/4]
+	name, at := f.unitPath(victim)
+	fsys := f.fresh()
+	if err := fsys.FlipBit(name, at+12, 3); err != nil { // tagsCode
+		t.Fatal(err)
+	}
+	tag := f.tagsOf[victim.key]
+	s, err := f.openDamaged(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetMessages(victim.topic, victim.queue, victim.offset, 1, 0, tag); !errors.Is(err, consumequeue.ErrCorrupt) {
+		t.Fatalf("tag read of the damaged unit: %v, want consumequeue.ErrCorrupt", err)
+	}
+	if st := s.Stats(); st.Corruptions != 1 || !st.RebuildPending {
+		t.Fatalf("stats %+v, want one corruption and a rebuild pending", st)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(f.cfg.Dir, rebuildMarker)
+	if _, err := fsys.Stat(marker); err != nil {
+		t.Fatalf("rebuild marker after the damaged read: %v", err)
+	}
+	s, err = f.openDamaged(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := f.verify(s, corruptEntries); err != nil {
+		t.Fatalf("after the rebuild: %v", err)
+	}
+	if _, err := fsys.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("rebuild marker after the rebuild: %v, want it removed", err)
+	}
+}
+
+// queryEveryKey queries each key of the model: it returns the first
+// corruption error a query gives, and fails the test on any other error or
+// on a key not found at its message.
+func (f *damageFixture) queryEveryKey(t *testing.T, s *Store, what string) error {
+	t.Helper()
+	for _, msg := range f.model.msgs {
+		got, err := s.QueryByKey(msg.topic, msg.key, 4, 0, 1<<62)
+		if err != nil {
+			if !errors.Is(err, index.ErrCorrupt) && !errors.Is(err, message.ErrCorrupt) {
+				t.Fatalf("%s: key %s: %v, not a corruption error", what, msg.key, err)
+			}
+			return err
+		}
+		if len(got) != 1 || got[0].PhysicalOffset != msg.phy {
+			t.Fatalf("%s: key %s (entry %d): %d hits, want its message at %d: hidden or wrong", what, msg.key, msg.entry, len(got), msg.phy)
+		}
+	}
+	return nil
 }

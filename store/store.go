@@ -81,6 +81,7 @@ type Store struct {
 	ckptOffset       atomic.Int64 // confirmOffset of the last checkpoint written
 	closed           atomic.Bool
 	failure          atomic.Pointer[error] // set once by failClosed
+	rebuildMarked    atomic.Bool           // a read found derived data damaged: marker written
 	counters         counters
 	plan             recovery.Plan
 	recoveryDuration time.Duration
@@ -446,6 +447,6 @@ func (s *Store) Stats() Stats {
 		Flushes: s.counters.flushes.Load(), LastFlushDuration: time.Duration(s.counters.lastFlushNanos.Load()),
 		RecoveryDuration: s.recoveryDuration, RecoveryMode: s.plan.Mode.String(),
 		Topics: topics, Queues: queues, SegmentsDeleted: s.counters.segmentsDeleted.Load(),
-		Corruptions: s.counters.corruptions.Load(),
+		Corruptions: s.counters.corruptions.Load(), RebuildPending: s.rebuildMarked.Load(),
 	}
 }

@@ -107,6 +107,9 @@ type Stats struct {
 	// Corruptions counts reads refused because what they would serve is
 	// damaged (a record, its entry's CRC32C, a consume-queue unit).
 	Corruptions uint64
+	// RebuildPending: a read found a consume queue or the index damaged;
+	// the next Open rebuilds them from the commitlog.
+	RebuildPending bool
 }
 
 // Snapshot is the O(1) capture the FSM takes on its goroutine: everything a

@@ -78,10 +78,34 @@ func (t *unitTrust) checked(k meta.QueueKey, lo, hi int64) {
 }
 
 // corrupted counts err in Stats.Corruptions when it reports damaged data,
-// and returns it.
+// and returns it. Damage in a consume queue or the index (data derived
+// from the commitlog, which verified where it was read) also leaves the
+// rebuild marker: the next Open rebuilds them from the commitlog.
 func (s *Store) corrupted(err error) error {
-	if errors.Is(err, message.ErrCorrupt) || errors.Is(err, consumequeue.ErrCorrupt) || errors.Is(err, index.ErrCorrupt) {
+	switch {
+	case errors.Is(err, consumequeue.ErrCorrupt), errors.Is(err, index.ErrCorrupt):
+		s.counters.corruptions.Add(1)
+		s.markRebuild(err)
+	case errors.Is(err, message.ErrCorrupt):
 		s.counters.corruptions.Add(1)
 	}
 	return err
+}
+
+// markRebuild writes the rebuild marker (FORMAT.md §10), synced with its
+// directory, once per store.
+func (s *Store) markRebuild(cause error) {
+	if !s.rebuildMarked.CompareAndSwap(false, true) {
+		return
+	}
+	err := writeMarker(s.fs, s.cfg.Dir)
+	if err == nil {
+		err = s.fs.SyncDir(s.cfg.Dir)
+	}
+	if err != nil {
+		s.rebuildMarked.Store(false)
+		s.logger.Error("damaged consume queue or index; the rebuild marker could not be written", "cause", cause, "error", err)
+		return
+	}
+	s.logger.Error("damaged consume queue or index: rebuilt from the commitlog at the next start", "cause", cause)
 }
