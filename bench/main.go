@@ -33,7 +33,7 @@ type options struct {
 	Keep        bool           // keep data dirs and logs
 	Rows        *regexp.Regexp // only the A/B rows whose name matches (nil: all)
 	GroupCommit string         // TOML lines of raftmq's [group_commit] table (raftmq only: the Raft settings stay shared)
-	Steps       string         // comma-separated extra steps: halfmax,profile,consume,restart,restarts ("all": every one)
+	Steps       string         // comma-separated extra steps: halfmax,profile,consume,restart,restarts,scan ("all": every one)
 	Args        []string       // the command line, for the report
 	Log         io.Writer      // progress
 }
@@ -56,7 +56,7 @@ func main() {
 	baseline := flag.String("baseline", "", "git revision (e.g. 84a99e6) to build from a worktree and measure the async single-message and client-batched rows against, A/B in this run")
 	keep := flag.Bool("keep", false, "keep the data directories and node logs")
 	rows := flag.String("rows", "", "only the A/B rows whose name matches this regexp (e.g. 'synchronous|pipelined'); the other steps then run only if -steps names them")
-	steps := flag.String("steps", "", "extra steps after the A/B rows, comma-separated: halfmax,profile,consume,restart,restarts (kill -9 after 1, 4 and 16 GiB), all or none (default all; none with -rows)")
+	steps := flag.String("steps", "", "extra steps after the A/B rows, comma-separated: halfmax,profile,consume,restart,restarts (kill -9 after 1, 4 and 16 GiB), scan (abnormal recovery scan vs read+CRC32C), all or none (default all; none with -rows)")
 	gc := flag.String("group-commit", "", "TOML body of the raftmq nodes' [group_commit] table, e.g. 'max_in_flight = 32' (raftmq only)")
 	render := flag.String("render", "", "only re-render performance.md from this performance.json (after editing bench/notes.md)")
 	flag.Parse()

@@ -203,7 +203,7 @@ func (r *runner) all(ctx context.Context, rep *report) error {
 		fn   func(context.Context, *report) error
 	}{
 		{"halfmax", func(ctx context.Context, rep *report) error { return r.halfMax(ctx, rep, maxRate) }},
-		{"profile", r.profiles}, {"consume", r.consume}, {"restart", r.restart}, {"restarts", r.restartMatrix}, {"baseline", r.baseline},
+		{"profile", r.profiles}, {"consume", r.consume}, {"restart", r.restart}, {"restarts", r.restartMatrix}, {"scan", r.scan}, {"baseline", r.baseline},
 	} {
 		if !r.o.step(step.name) {
 			continue

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/mmap"
 	"github.com/raftmq/raftmq/recovery"
 	"github.com/raftmq/raftmq/vfs"
@@ -25,6 +28,10 @@ import (
 //	BenchmarkRecoveryPaired: the same two measured alternately inside every
 //	    op, reporting their ratio (robust to a machine shared with other
 //	    work: both sides see the same load).
+//	BenchmarkRecoveryScanPaired: abnormal recovery's verifying scan alone
+//	    (the commitlog's segments mapped, every entry framed and its
+//	    CRC32C checked by recovery.Plan.ScanTail) against the same ceiling,
+//	    alternately inside every op; go run ./bench reports its ratio.
 //	BenchmarkRecoveryRestart: restart (normal, and abnormal with a recent
 //	    checkpoint) of a small and of a large store: only the tail above the
 //	    checkpoint is replayed, so the time must not grow with the store.
@@ -185,6 +192,91 @@ func BenchmarkRecoveryPaired(b *testing.B) {
 	b.ReportMetric(gbps(ceil), "ceiling-GB/s")
 	b.ReportMetric(100*ceil.Seconds()/rec.Seconds(), "recovery/ceiling-%")
 	b.ReportMetric(100*ceil.Seconds()/open.Seconds(), "open/ceiling-%")
+}
+
+// BenchmarkRecoveryScanPaired: every op opens the fixture's commitlog (its
+// segments mapped, as a restart does), runs recovery's verifying scan over
+// all of it with no checkpoint (recovery.Begin + Plan.ScanTail: every
+// entry's frame and CRC32C) and closes it; then reads and CRC32Cs the same
+// bytes from the files (BenchmarkRecoveryCeiling's pass); then CRC32Cs them
+// through fresh mappings of the segments (what any reader of an mmap'd log
+// pays per page). It reports the three rates and scan over each ceiling in
+// percent. The three alternate, so load on a shared machine hits each.
+func BenchmarkRecoveryScanPaired(b *testing.B) {
+	dir, size := recoveryStore.get(b)
+	segs := commitLogSegments(b, dir)
+	table := crc32.MakeTable(crc32.Castagnoli)
+	buf := make([]byte, 4<<20)
+	var scan, read, mapped time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		started := time.Now()
+		scanCommitLog(b, dir, size)
+		scan += time.Since(started)
+		started = time.Now()
+		if got := crcPrefix(b, segs, size, buf, table); got == 0 {
+			b.Fatal("crc32c of the commitlog is 0")
+		}
+		read += time.Since(started)
+		started = time.Now()
+		if got := crcMapped(b, segs, size, table); got == 0 {
+			b.Fatal("crc32c of the commitlog is 0")
+		}
+		mapped += time.Since(started)
+	}
+	b.StopTimer()
+	gbps := func(d time.Duration) float64 { return float64(size) * float64(b.N) / d.Seconds() / 1e9 }
+	b.ReportMetric(gbps(scan), "scan-GB/s")
+	b.ReportMetric(gbps(read), "ceiling-GB/s")
+	b.ReportMetric(gbps(mapped), "mapped-GB/s")
+	b.ReportMetric(100*read.Seconds()/scan.Seconds(), "scan/ceiling-%")
+	b.ReportMetric(100*mapped.Seconds()/scan.Seconds(), "scan/mapped-%")
+	b.ReportMetric(float64(size)/1e6, "commitlog-MB")
+}
+
+// crcMapped maps each file afresh and CRCs the first n bytes of their
+// concatenation through the mappings.
+func crcMapped(b *testing.B, files []string, n int64, table *crc32.Table) uint32 {
+	var crc uint32
+	for _, name := range files {
+		if n <= 0 {
+			break
+		}
+		f, err := mmap.Open(vfs.OS(), name, recoverySegSize, mmap.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		data := f.Bytes()
+		if int64(len(data)) > n {
+			data = data[:n]
+		}
+		crc = crc32.Update(crc, table, data)
+		n -= int64(len(data))
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return crc
+}
+
+// scanCommitLog opens dir's commitlog and runs abnormal recovery's scan from
+// its start; the scan must find every one of size bytes intact.
+func scanCommitLog(b *testing.B, dir string, size int64) {
+	log, err := commitlog.Open(vfs.OS(), commitlog.Config{Dir: filepath.Join(dir, commitLogDir), FileSize: recoverySegSize})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer log.Close()
+	plan, err := recovery.Begin(log, nil, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := plan.ScanTail(log, hclog.NewNullLogger(), nil); err != nil {
+		b.Fatal(err)
+	}
+	if plan.ConfirmOffset != size || plan.Tail != recovery.TailClean {
+		b.Fatalf("scan confirmed %d bytes (tail %v), want %d, clean", plan.ConfirmOffset, plan.Tail, size)
+	}
 }
 
 // commitLogSegments lists the commitlog segment files in log order
