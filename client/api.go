@@ -316,7 +316,8 @@ func fromStatus(s *pb.StatusResponse) ClusterStatus {
 	out := ClusterStatus{ID: s.GetId(), State: s.GetState(), LeaderID: s.GetLeaderId(),
 		LeaderRaftAddr: s.GetLeaderRaftAddr(), LeaderAPIAddr: s.GetLeaderApiAddr(), Term: s.GetTerm(),
 		CommitIndex: s.GetCommitIndex(), AppliedIndex: s.GetAppliedIndex(), ConfirmOffset: s.GetConfirmOffset(),
-		MinOffset: s.GetMinOffset(), MaxOffset: s.GetMaxOffset(), DiskUsedPercent: int(s.GetDiskUsedPercent())}
+		MinOffset: s.GetMinOffset(), MaxOffset: s.GetMaxOffset(), DiskUsedPercent: int(s.GetDiskUsedPercent()),
+		RemotingAddr: s.GetRemotingAddr()}
 	for _, m := range s.GetMembers() {
 		out.Members = append(out.Members, wire.Member{ID: m.GetId(), RaftAddr: m.GetRaftAddr(), APIAddr: m.GetApiAddr(), Suffrage: m.GetSuffrage()})
 	}

@@ -161,6 +161,7 @@ func fromClusterStatus(s wire.ClusterStatus) *pb.StatusResponse {
 		Term: s.Term, CommitIndex: s.CommitIndex, AppliedIndex: s.AppliedIndex,
 		ConfirmOffset: s.ConfirmOffset, MinOffset: s.MinOffset, MaxOffset: s.MaxOffset,
 		DiskUsedPercent: int32(s.DiskUsedPercent),
+		RemotingAddr:    s.RemotingAddr,
 	}
 	for _, m := range s.Members {
 		out.Members = append(out.Members, &pb.Member{Id: m.ID, RaftAddr: m.RaftAddr, ApiAddr: m.APIAddr, Suffrage: m.Suffrage})

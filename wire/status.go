@@ -32,6 +32,9 @@ type ClusterStatus struct {
 	// DiskUsedPercent is the used share of the disk holding the node's
 	// store (0 when unknown), 100 while it waits for space to apply.
 	DiskUsedPercent int
+	// RemotingAddr is where the node serves RocketMQ's broker protocol
+	// ("" when off).
+	RemotingAddr string
 }
 
 // HasLeader reports whether a leader is known.

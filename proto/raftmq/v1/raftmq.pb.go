@@ -2541,8 +2541,12 @@ type StatusResponse struct {
 	// leader refuses sends when fewer than a quorum of voters are below the
 	// disk warning ratio.
 	DiskUsedPercent int32 `protobuf:"varint,13,opt,name=disk_used_percent,json=diskUsedPercent,proto3" json:"disk_used_percent,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Where this node serves RocketMQ's broker protocol (--remoting-addr;
+	// "" when off): every node learns its peers' from here to answer route
+	// queries.
+	RemotingAddr  string `protobuf:"bytes,14,opt,name=remoting_addr,json=remotingAddr,proto3" json:"remoting_addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -2664,6 +2668,13 @@ func (x *StatusResponse) GetDiskUsedPercent() int32 {
 		return x.DiskUsedPercent
 	}
 	return 0
+}
+
+func (x *StatusResponse) GetRemotingAddr() string {
+	if x != nil {
+		return x.RemotingAddr
+	}
+	return ""
 }
 
 type JoinRequest struct {
@@ -3099,7 +3110,7 @@ const file_raftmq_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x19\n" +
 	"\bapi_addr\x18\x03 \x01(\tR\aapiAddr\x12\x1a\n" +
-	"\bsuffrage\x18\x04 \x01(\tR\bsuffrage\"\xbf\x03\n" +
+	"\bsuffrage\x18\x04 \x01(\tR\bsuffrage\"\xe4\x03\n" +
 	"\x0eStatusResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -3116,7 +3127,8 @@ const file_raftmq_proto_rawDesc = "" +
 	"\n" +
 	"max_offset\x18\v \x01(\x03R\tmaxOffset\x12+\n" +
 	"\amembers\x18\f \x03(\v2\x11.raftmq.v1.MemberR\amembers\x12*\n" +
-	"\x11disk_used_percent\x18\r \x01(\x05R\x0fdiskUsedPercent\"U\n" +
+	"\x11disk_used_percent\x18\r \x01(\x05R\x0fdiskUsedPercent\x12#\n" +
+	"\rremoting_addr\x18\x0e \x01(\tR\fremotingAddr\"U\n" +
 	"\vJoinRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x19\n" +
