@@ -1,0 +1,223 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/raftmq/raftmq/message"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/store"
+)
+
+// Backend is what the broker needs of a node.
+type Backend interface {
+	// Send stores msgs through Raft. A member that is not the leader
+	// returns an error wrapping ErrNotLeader, before proposing anything.
+	Send(ctx context.Context, msgs []message.Message) ([]store.PutResult, error)
+	// Reader serves reads from the local store.
+	Reader() store.Reader
+	// Brokers is where the cluster's members serve the broker protocol.
+	Brokers(ctx context.Context) (Brokers, error)
+}
+
+// Brokers is the cluster as RocketMQ clients see it: the leader's broker
+// address ("" while no leader is known, or its remoting is off) and the
+// other members' (those that serve it), in the order of their member ids.
+type Brokers struct {
+	Leader    string
+	Followers []string
+}
+
+// Errors a Backend wraps to be answered with their RocketMQ codes.
+var (
+	// ErrNotLeader: the send must go to the leader; nothing was proposed.
+	ErrNotLeader = errors.New("broker: not the leader")
+	// ErrBusy: the node refused the send before proposing it (queue full,
+	// disk above its watermark): SYSTEM_BUSY.
+	ErrBusy = errors.New("broker: busy")
+)
+
+// Options of a Broker. Zero values take the defaults given.
+type Options struct {
+	ClusterName  string // "raftmq"
+	BrokerName   string // "raftmq"
+	DefaultTopic string // "TBW102", RocketMQ's auto-create key
+	// AutoCreateTopics and DefaultQueues are the store's: the default
+	// topic is routed only while topics are created on first use.
+	AutoCreateTopics bool
+	DefaultQueues    int32
+	// RelayTimeout bounds a send relayed to the leader (default 10 s).
+	RelayTimeout time.Duration
+	Logger       hclog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.ClusterName == "" {
+		o.ClusterName = "raftmq"
+	}
+	if o.BrokerName == "" {
+		o.BrokerName = "raftmq"
+	}
+	if o.DefaultTopic == "" {
+		o.DefaultTopic = "TBW102"
+	}
+	if o.RelayTimeout <= 0 {
+		o.RelayTimeout = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return o
+}
+
+// Stats are the broker's counters since it started.
+type Stats struct {
+	Requests    uint64 // requests served, every code
+	Sends       uint64 // sends stored here (a batch counts once)
+	Relayed     uint64 // sends relayed to the leader
+	Failed      uint64 // answers with a code other than SUCCESS
+	Unsupported uint64 // requests with a code not served
+}
+
+// Broker answers the broker protocol (Serve) and the name-server protocol
+// (NameServer) for one node. Close closes its connections to the leader.
+type Broker struct {
+	backend Backend
+	o       Options
+	relays  relayPool
+	stats   struct{ requests, sends, relayed, failed, unsupported atomic.Uint64 }
+}
+
+// New returns a broker serving backend.
+func New(backend Backend, o Options) *Broker {
+	return &Broker{backend: backend, o: o.withDefaults(), relays: relayPool{clients: map[string]*remoting.Client{}}}
+}
+
+// Serve answers one request on the broker address (remoting.Handler).
+func (b *Broker) Serve(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	b.stats.requests.Add(1)
+	resp := b.serve(ctx, conn, req)
+	b.count(resp)
+	return resp
+}
+
+func (b *Broker) serve(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	switch req.Code {
+	case remoting.CodeSendMessage, remoting.CodeSendMessageV2, remoting.CodeSendBatchMessage:
+		return b.send(ctx, conn, req)
+	case remoting.CodeGetRouteInfoByTopic:
+		return b.route(ctx, req)
+	case remoting.CodeGetMaxOffset, remoting.CodeGetMinOffset, remoting.CodeSearchOffsetByTime:
+		return b.queueOffset(req)
+	case remoting.CodeHeartbeat, remoting.CodeUnregisterClient:
+		return req.Response(remoting.CodeSuccess, "")
+	}
+	return req.NotSupported()
+}
+
+// NameServer is the handler of the name-server address: routes only.
+func (b *Broker) NameServer() remoting.Handler {
+	return remoting.HandlerFunc(func(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		b.stats.requests.Add(1)
+		var resp *remoting.Command
+		if req.Code == remoting.CodeGetRouteInfoByTopic {
+			resp = b.route(ctx, req)
+		} else {
+			resp = req.NotSupported()
+		}
+		b.count(resp)
+		return resp
+	})
+}
+
+func (b *Broker) count(resp *remoting.Command) {
+	switch {
+	case resp == nil || resp.Code == remoting.CodeSuccess:
+	case resp.Code == remoting.CodeRequestNotSupported:
+		b.stats.unsupported.Add(1)
+	default:
+		b.stats.failed.Add(1)
+	}
+}
+
+// Stats returns the counters.
+func (b *Broker) Stats() Stats {
+	return Stats{Requests: b.stats.requests.Load(), Sends: b.stats.sends.Load(), Relayed: b.stats.relayed.Load(),
+		Failed: b.stats.failed.Load(), Unsupported: b.stats.unsupported.Load()}
+}
+
+// Close closes the connections the broker opened to relay sends.
+func (b *Broker) Close() error { return b.relays.close() }
+
+// bornHost is a client's address as a record's born host (IPv4 only; an
+// IPv6 client leaves zeros, as RocketMQ's v4 record layout has no room).
+func bornHost(addr net.Addr) message.HostPort {
+	var hp message.HostPort
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return hp
+	}
+	if ip := tcp.IP.To4(); ip != nil {
+		copy(hp.IP[:], ip)
+	}
+	hp.Port = int32(tcp.Port)
+	return hp
+}
+
+// relayPool keeps one connection per leader address for relayed sends.
+type relayPool struct {
+	mu      sync.Mutex
+	closed  bool
+	clients map[string]*remoting.Client
+}
+
+var errRelayClosed = errors.New("broker: closed")
+
+func (p *relayPool) get(ctx context.Context, addr string) (*remoting.Client, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errRelayClosed
+	}
+	if c, ok := p.clients[addr]; ok {
+		return c, nil
+	}
+	c, err := remoting.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	p.clients[addr] = c
+	return c, nil
+}
+
+// drop closes c if it is still the connection to addr.
+func (p *relayPool) drop(addr string, c *remoting.Client) {
+	p.mu.Lock()
+	if p.clients[addr] == c {
+		delete(p.clients, addr)
+	} else {
+		c = nil
+	}
+	p.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+}
+
+func (p *relayPool) close() error {
+	p.mu.Lock()
+	clients := p.clients
+	p.clients, p.closed = map[string]*remoting.Client{}, true
+	p.mu.Unlock()
+	var errs []error
+	for _, c := range clients {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
