@@ -155,6 +155,7 @@ func (n *Node) Status() wire.ClusterStatus {
 	}
 	s.Members = n.members(members)
 	s.DiskUsedPercent = n.diskUsedPercent()
+	s.RemotingAddr = n.RemotingAddr()
 	return s
 }
 

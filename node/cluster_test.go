@@ -82,6 +82,7 @@ func testConfig(t *testing.T, id string) Config {
 	c := DefaultConfig()
 	c.ID, c.Dir = id, t.TempDir()
 	c.RaftAddr, c.APIAddr, c.HTTPAddr = freeAddr(t), "127.0.0.1:0", "127.0.0.1:0"
+	c.RemotingAddr, c.NamesrvAddr = "", "" // on in TestRemotingCluster
 	c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout, c.Raft.LeaderLeaseTimeout = 300*time.Millisecond, 300*time.Millisecond, 150*time.Millisecond
 	c.Raft.CommitTimeout = 5 * time.Millisecond
 	c.Store.CommitLogFileSize = 256 << 10

@@ -113,15 +113,19 @@ type GroupCommit struct {
 // Config of one node. DefaultConfig fills every field; cmd/node loads it
 // with Load (defaults → file → env → flags).
 type Config struct {
-	ID        string   `toml:"id"`
-	Dir       string   `toml:"dir"`
-	RaftAddr  string   `toml:"raft_addr"`
-	APIAddr   string   `toml:"api_addr"`
-	HTTPAddr  string   `toml:"http_addr"`
-	Bootstrap bool     `toml:"bootstrap"`
-	Peers     PeerList `toml:"peers"`
-	Join      string   `toml:"join"` // API address of any member
-	LogLevel  string   `toml:"log_level"`
+	ID       string `toml:"id"`
+	Dir      string `toml:"dir"`
+	RaftAddr string `toml:"raft_addr"`
+	APIAddr  string `toml:"api_addr"`
+	HTTPAddr string `toml:"http_addr"`
+	// RemotingAddr serves RocketMQ's broker protocol and NamesrvAddr its
+	// name-server protocol (package broker); "" turns one off.
+	RemotingAddr string   `toml:"remoting_addr"`
+	NamesrvAddr  string   `toml:"namesrv_addr"`
+	Bootstrap    bool     `toml:"bootstrap"`
+	Peers        PeerList `toml:"peers"`
+	Join         string   `toml:"join"` // API address of any member
+	LogLevel     string   `toml:"log_level"`
 
 	Store       store.Config `toml:"store"` // Dir defaults to <Dir>/store
 	Raft        RaftConfig   `toml:"raft"`
@@ -143,8 +147,11 @@ func DefaultConfig() Config {
 		RaftAddr: "127.0.0.1:7001",
 		APIAddr:  "127.0.0.1:9001",
 		HTTPAddr: "127.0.0.1:8001",
-		LogLevel: "info",
-		Store:    store.DefaultConfig(""),
+		// RocketMQ's own defaults (broker 10911, name server 9876).
+		RemotingAddr: "127.0.0.1:10911",
+		NamesrvAddr:  "127.0.0.1:9876",
+		LogLevel:     "info",
+		Store:        store.DefaultConfig(""),
 		Raft: RaftConfig{
 			// A follower calls an election 0.75-1.5 s after it last heard
 			// from the leader: kill -9 of the leader to the next
@@ -213,6 +220,11 @@ func (c *Config) validateIdentity() error {
 	for name, addr := range map[string]string{"raft-addr": c.RaftAddr, "api-addr": c.APIAddr, "http-addr": c.HTTPAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			return bad("%s %q is not host:port: %v", name, addr, err)
+		}
+	}
+	for name, addr := range map[string]string{"remoting-addr": c.RemotingAddr, "namesrv-addr": c.NamesrvAddr} {
+		if _, _, err := net.SplitHostPort(addr); addr != "" && err != nil {
+			return bad("%s %q is not host:port (or \"\" to turn it off): %v", name, addr, err)
 		}
 	}
 	if host, _, _ := net.SplitHostPort(c.RaftAddr); host == "" || net.ParseIP(host).IsUnspecified() {

@@ -29,6 +29,8 @@ var options = []option{
 	{flag: "raft-addr", usage: "Raft address (host:port)", set: str(func(c *Config) *string { return &c.RaftAddr })},
 	{flag: "api-addr", usage: "gRPC API address", set: str(func(c *Config) *string { return &c.APIAddr })},
 	{flag: "http-addr", usage: "HTTP address (/healthz, /status, /metrics)", set: str(func(c *Config) *string { return &c.HTTPAddr })},
+	{flag: "remoting-addr", usage: `RocketMQ broker protocol address ("" turns it off)`, set: str(func(c *Config) *string { return &c.RemotingAddr })},
+	{flag: "namesrv-addr", usage: `RocketMQ name-server protocol address ("" turns it off)`, set: str(func(c *Config) *string { return &c.NamesrvAddr })},
 	{flag: "join", usage: "API address of a member to join through", set: str(func(c *Config) *string { return &c.Join })},
 	{flag: "log-level", usage: "trace, debug, info, warn, error", set: str(func(c *Config) *string { return &c.LogLevel })},
 	{flag: "peers", usage: "static members id=raftaddr,... (with --bootstrap)", set: func(c *Config, v string) error {

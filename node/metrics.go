@@ -158,11 +158,12 @@ var (
 	gWaitingSpace    = newGauge("fsm_waiting_for_space", "1 while the FSM waits for disk space to apply an entry.")
 	gCorruptions     = newCounter("corruption_total", "Reads this node refused because what they would serve is damaged: a record, the CRC32C of its entry, or a consume-queue unit its record contradicts. Counted by the store opened last (it starts at 0 when the store is reopened or a snapshot installed).")
 	gRebuildPending  = newGauge("store_rebuild_pending", "1 when a read found a consume queue or the index damaged: the rebuild marker is written and the next start rebuilds them from the commitlog.")
+	gRemoting        = newCounter("remoting_requests_total", "RocketMQ protocol requests (broker and name server) by outcome: served (every request), stored (sends stored here), relayed (sends relayed to the leader), failed (answered with an error code), unsupported (a code not served).", "outcome")
 	gDiskWritten     = newCounter("disk_write_bytes_total", "Bytes this node wrote to disk by file: write()/pwrite bytes, plus the page-aligned cover of msync'd mmap ranges (fallocate, truncate, directory syncs and the file system journal excluded).", "file")
 )
 
 var allGauges = []gauge{gCommitlogOffset, gFlushLag, gStoreMessages, gStoreBytes, gStoreEntries, gStoreSize, gRecovery,
-	gRaftState, gRaftTerm, gRaftIndex, gFSMEntries, gReady, gTopicConsumed, gGroupLag, gDiskUsed, gSpaceWaits, gWaitingSpace, gCorruptions, gRebuildPending, gDiskWritten}
+	gRaftState, gRaftTerm, gRaftIndex, gFSMEntries, gReady, gTopicConsumed, gGroupLag, gDiskUsed, gSpaceWaits, gWaitingSpace, gCorruptions, gRebuildPending, gDiskWritten, gRemoting}
 
 // Disk meter classes (raftmq_disk_write_bytes_total{file}). "raftlog" is
 // not counted through vfs: the Raft log store writes its own files and
@@ -270,6 +271,11 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, g := range c.n.Store().GroupProgress("", "") {
 		emit(gGroupLag, float64(g.Lag), g.Group, g.Topic, strconv.Itoa(int(g.QueueID)))
+	}
+	bs := c.n.BrokerStats()
+	for outcome, v := range map[string]uint64{"served": bs.Requests, "stored": bs.Sends, "relayed": bs.Relayed,
+		"failed": bs.Failed, "unsupported": bs.Unsupported} {
+		emit(gRemoting, float64(v), outcome)
 	}
 	emit(gDiskWritten, float64(c.n.bolt.WrittenBytes()), diskRaftLog)
 	for _, class := range c.n.disk.Classes() {

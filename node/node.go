@@ -50,6 +50,8 @@ type Node struct {
 	apiLis               net.Listener
 	httpSrv              *http.Server
 	httpLis              net.Listener
+	remoting             remotingServers
+	brokerAddrs          brokerAddrs
 
 	readyMu sync.Mutex
 	ready   chan struct{} // closed while leader and the barrier passed
@@ -68,7 +70,8 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, fs: cfg.FS, log: cfg.Logger, ready: make(chan struct{}),
-		stop: make(chan struct{}), fatal: make(chan error, 1), peers: newPeerDisks(), spaceWait: make(chan struct{}, 1)}
+		stop: make(chan struct{}), fatal: make(chan error, 1), peers: newPeerDisks(), spaceWait: make(chan struct{}, 1),
+		brokerAddrs: brokerAddrs{addrs: map[string]string{}, at: map[string]time.Time{}}}
 	if n.fs == nil {
 		n.fs = vfs.OS()
 	}
@@ -271,6 +274,9 @@ func (n *Node) startServers() error {
 	if n.httpLis, err = net.Listen("tcp", n.cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("node: http listen: %w", err)
 	}
+	if err := n.listenRemoting(); err != nil {
+		return err
+	}
 	n.api = transport.NewServer(n, transport.ServerOptions{Logger: n.log, MaxMessageSize: n.cfg.storeConfig().MaxMessageSize,
 		GRPC: n.metrics.grpcServerOptions()})
 	n.metrics.grpc.InitializeMetrics(n.api)
@@ -285,6 +291,7 @@ func (n *Node) startServers() error {
 			n.onFatal(fmt.Errorf("node: http server: %w", err))
 		}
 	})
+	n.serveRemoting()
 	n.goroutine(n.leaderLoop)
 	n.goroutine(func() { n.peers.run(n) })
 	n.goroutine(n.handOverLoop)
@@ -295,7 +302,8 @@ func (n *Node) startServers() error {
 	} else {
 		n.goroutine(n.announceLoop)
 	}
-	n.log.Info("serving", "raft", n.trans.LocalAddr(), "api", n.apiLis.Addr(), "http", n.httpLis.Addr())
+	n.log.Info("serving", "raft", n.trans.LocalAddr(), "api", n.apiLis.Addr(), "http", n.httpLis.Addr(),
+		"remoting", n.RemotingAddr(), "namesrv", n.NamesrvAddr())
 	return nil
 }
 
@@ -338,6 +346,9 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.log.Info("shutting down")
+		// First: a route request asks peers through n.peers' connections,
+		// which the peers' loop closes once n.stop is closed.
+		n.closeRemoting()
 		close(n.stop)
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownGrace)
 		defer cancel()
@@ -403,6 +414,7 @@ func (n *Node) closeResources() error {
 	if n.httpLis != nil && n.httpSrv == nil {
 		_ = n.httpLis.Close()
 	}
+	n.closeRemoting()
 	n.wg.Wait()
 	if n.trans != nil && n.raft == nil {
 		errs = append(errs, n.trans.Close())

@@ -65,11 +65,23 @@ func (p *peerDisks) run(n *Node) {
 func (p *peerDisks) poll(n *Node) {
 	ctx, cancel := context.WithTimeout(context.Background(), peerDiskInterval)
 	defer cancel()
-	var wg sync.WaitGroup
 	members := n.fsm.Members()
 	p.dropConnsExcept(members)
+	p.askStatus(ctx, n.cfg.ID, members, nil, func(id string, resp *pb.StatusResponse) {
+		p.mu.Lock()
+		p.reports[id] = diskReport{usedPercent: int(resp.GetDiskUsedPercent()), at: time.Now()}
+		p.mu.Unlock()
+	})
+}
+
+// askStatus asks every member but self and those skip names (nil: none)
+// for its Status, in parallel within ctx, and hands got each answer that
+// came from the member asked; got runs on several goroutines at once.
+func (p *peerDisks) askStatus(ctx context.Context, self string, members map[string]string, skip func(id string) bool,
+	got func(id string, resp *pb.StatusResponse)) {
+	var wg sync.WaitGroup
 	for id, addr := range members {
-		if id == n.cfg.ID || addr == "" {
+		if id == self || addr == "" || (skip != nil && skip(id)) {
 			continue
 		}
 		cc, err := p.conn(addr)
@@ -79,13 +91,9 @@ func (p *peerDisks) poll(n *Node) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := pb.NewRaftMQClient(cc).Status(ctx, &pb.StatusRequest{})
-			if err != nil || resp.GetId() != id {
-				return
+			if resp, err := pb.NewRaftMQClient(cc).Status(ctx, &pb.StatusRequest{}); err == nil && resp.GetId() == id {
+				got(id, resp)
 			}
-			p.mu.Lock()
-			p.reports[id] = diskReport{usedPercent: int(resp.GetDiskUsedPercent()), at: time.Now()}
-			p.mu.Unlock()
 		}()
 	}
 	wg.Wait()

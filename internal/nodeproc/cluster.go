@@ -32,6 +32,17 @@ type ClusterOptions struct {
 	// speak the node's flags and /status but have no client API, like the
 	// bench's bare-Raft ceiling).
 	NoAnnounce bool
+	// Remoting gives every node a RocketMQ broker and name-server address
+	// (free ports); without it both are off.
+	Remoting bool
+}
+
+// portsPerNode is how many ports clusterSpecs takes for each node.
+func (o ClusterOptions) portsPerNode() int {
+	if o.Remoting {
+		return 5
+	}
+	return 3
 }
 
 func (o ClusterOptions) host(i int) string {
@@ -173,12 +184,13 @@ func (c *Cluster) lostPortRace() bool {
 	return false
 }
 
-// clusterSpecs assigns each node three free ports on its host; the ports of
-// one host are taken in one FreePorts call so they are distinct.
+// clusterSpecs assigns each node three free ports on its host (five with
+// Remoting); the ports of one host are taken in one FreePorts call so they
+// are distinct.
 func clusterSpecs(opts ClusterOptions) ([]Spec, error) {
 	perHost := map[string]int{}
 	for i := range opts.N {
-		perHost[opts.host(i)] += 3
+		perHost[opts.host(i)] += opts.portsPerNode()
 	}
 	free := map[string][]int{}
 	for host, n := range perHost {
@@ -192,12 +204,16 @@ func clusterSpecs(opts ClusterOptions) ([]Spec, error) {
 	peers := make([]string, opts.N)
 	for i := range specs {
 		host := opts.host(i)
-		ports := free[host][:3]
-		free[host] = free[host][3:]
+		k := opts.portsPerNode()
+		ports := free[host][:k]
+		free[host] = free[host][k:]
 		id := "n" + strconv.Itoa(i+1)
 		addr := func(k int) string { return net.JoinHostPort(host, strconv.Itoa(ports[k])) }
 		specs[i] = Spec{ID: id, Dir: filepath.Join(opts.Dir, id), RaftAddr: addr(0), APIAddr: addr(1), HTTPAddr: addr(2),
 			Bootstrap: true, Env: opts.Env, Args: opts.Args}
+		if opts.Remoting {
+			specs[i].RemotingAddr, specs[i].NamesrvAddr = addr(3), addr(4)
+		}
 		if opts.Prefix != nil {
 			specs[i].Prefix = opts.Prefix(i)
 		}

@@ -34,14 +34,18 @@ const pollInterval = 50 * time.Millisecond
 type Spec struct {
 	ID, Dir                     string
 	RaftAddr, APIAddr, HTTPAddr string
-	Bootstrap                   bool
-	Peers                       string   // "n1=addr,n2=addr,..." (raft addrs), with Bootstrap
-	Join                        string   // API address of any member
-	Prefix                      []string // command prefix, e.g. {"ip","netns","exec","ns1"}
-	Env                         []string // extra environment (RAFTMQ_*)
-	Args                        []string // extra flags
-	LogPath                     string   // stdout+stderr appended here (default Dir+".log")
-	WorkDir                     string   // working directory of the process (default: the caller's)
+	// RemotingAddr and NamesrvAddr are the RocketMQ broker and name-server
+	// addresses; "" passes them as "" (off), so that nodes sharing a host
+	// do not all bind the defaults.
+	RemotingAddr, NamesrvAddr string
+	Bootstrap                 bool
+	Peers                     string   // "n1=addr,n2=addr,..." (raft addrs), with Bootstrap
+	Join                      string   // API address of any member
+	Prefix                    []string // command prefix, e.g. {"ip","netns","exec","ns1"}
+	Env                       []string // extra environment (RAFTMQ_*)
+	Args                      []string // extra flags
+	LogPath                   string   // stdout+stderr appended here (default Dir+".log")
+	WorkDir                   string   // working directory of the process (default: the caller's)
 	// Bare passes none of the ID, Dir, address, Bootstrap, Peers and Join
 	// flags: the node runs on its defaults (or Env/Args), and the address
 	// fields only tell the harness where it listens.
@@ -76,6 +80,7 @@ func (s Spec) argv(nodeBin string) []string {
 	add("raft-addr", s.RaftAddr)
 	add("api-addr", s.APIAddr)
 	add("http-addr", s.HTTPAddr)
+	argv = append(argv, "--remoting-addr", s.RemotingAddr, "--namesrv-addr", s.NamesrvAddr)
 	if s.Bootstrap {
 		argv = append(argv, "--bootstrap")
 	}
