@@ -31,7 +31,7 @@ func binaries(t *testing.T) nodeproc.Binaries {
 // startCluster starts an n-node loopback cluster with small store files
 // that the test's cleanup stops (SIGTERM, then SIGKILL); data dirs and logs
 // are kept on failure.
-func startCluster(t *testing.T, n int) *nodeproc.Cluster {
+func startCluster(t *testing.T, n int, tune ...func(*nodeproc.ClusterOptions)) *nodeproc.Cluster {
 	t.Helper()
 	bin := binaries(t)
 	dir := nodeproc.TempDir(t, "e2e-"+strings.ReplaceAll(t.Name(), "/", "_"))
@@ -41,7 +41,11 @@ func startCluster(t *testing.T, n int) *nodeproc.Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := nodeproc.StartCluster(ctx, bin, nodeproc.ClusterOptions{N: n, Dir: dir, Args: args})
+	opts := nodeproc.ClusterOptions{N: n, Dir: dir, Args: args}
+	for _, f := range tune {
+		f(&opts)
+	}
+	c, err := nodeproc.StartCluster(ctx, bin, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,9 @@ import (
 	"github.com/raftmq/raftmq/recovery"
 )
 
-// defaultAddrs are raftmq-node's default raft, API and HTTP addresses.
-var defaultAddrs = []string{"127.0.0.1:7001", "127.0.0.1:9001", "127.0.0.1:8001"}
+// defaultAddrs are raftmq-node's default raft, API, HTTP, RocketMQ broker
+// and name-server addresses.
+var defaultAddrs = []string{"127.0.0.1:7001", "127.0.0.1:9001", "127.0.0.1:8001", "127.0.0.1:10911", "127.0.0.1:9876"}
 
 // portsFree reports which default address is taken, or "".
 func portsFree() string {
@@ -43,6 +44,7 @@ func TestQuickStart(t *testing.T) {
 	defer cancel()
 	p, err := nodeproc.Start(bin, nodeproc.Spec{ID: "n1", Bare: true, WorkDir: wd,
 		RaftAddr: defaultAddrs[0], APIAddr: defaultAddrs[1], HTTPAddr: defaultAddrs[2],
+		RemotingAddr: defaultAddrs[3], NamesrvAddr: defaultAddrs[4],
 		LogPath: filepath.Join(wd, "node.log")})
 	if err != nil {
 		t.Fatal(err)
