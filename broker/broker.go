@@ -24,6 +24,10 @@ type Backend interface {
 	Reader() store.Reader
 	// Brokers is where the cluster's members serve the broker protocol.
 	Brokers(ctx context.Context) (Brokers, error)
+	// CommitOffsets and CreateTopic replicate through Raft; a member that
+	// is not the leader returns an error wrapping ErrNotLeader.
+	CommitOffsets(ctx context.Context, commits []store.OffsetCommit) error
+	CreateTopic(ctx context.Context, t store.TopicConfig) error
 }
 
 // Brokers is the cluster as RocketMQ clients see it: the leader's broker
@@ -55,6 +59,8 @@ type Options struct {
 	// RelayTimeout bounds a send relayed to the leader (default 10 s).
 	RelayTimeout time.Duration
 	Logger       hclog.Logger
+	// Now is the clock of consumer expiry (time.Now).
+	Now func() time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -73,6 +79,9 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	return o
 }
 
@@ -81,8 +90,9 @@ type Stats struct {
 	Requests    uint64 // requests served, every code
 	Sends       uint64 // sends stored here (a batch counts once)
 	Relayed     uint64 // sends relayed to the leader
-	Failed      uint64 // answers with a code other than SUCCESS
+	Failed      uint64 // answers with an error code (not SUCCESS, PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY or QUERY_NOT_FOUND)
 	Unsupported uint64 // requests with a code not served
+	Pulls       uint64 // pulls answered
 }
 
 // Broker answers the broker protocol (Serve) and the name-server protocol
@@ -91,12 +101,15 @@ type Broker struct {
 	backend Backend
 	o       Options
 	relays  relayPool
-	stats   struct{ requests, sends, relayed, failed, unsupported atomic.Uint64 }
+	groups  *groups
+	stats   struct{ requests, sends, relayed, failed, unsupported, pulls atomic.Uint64 }
 }
 
 // New returns a broker serving backend.
 func New(backend Backend, o Options) *Broker {
-	return &Broker{backend: backend, o: o.withDefaults(), relays: relayPool{clients: map[string]*remoting.Client{}}}
+	o = o.withDefaults()
+	return &Broker{backend: backend, o: o, relays: relayPool{clients: map[string]*remoting.Client{}},
+		groups: newGroups(o.Now)}
 }
 
 // Serve answers one request on the broker address (remoting.Handler).
@@ -115,8 +128,20 @@ func (b *Broker) serve(ctx context.Context, conn *remoting.Conn, req *remoting.C
 		return b.route(ctx, req)
 	case remoting.CodeGetMaxOffset, remoting.CodeGetMinOffset, remoting.CodeSearchOffsetByTime:
 		return b.queueOffset(req)
-	case remoting.CodeHeartbeat, remoting.CodeUnregisterClient:
-		return req.Response(remoting.CodeSuccess, "")
+	case remoting.CodePullMessage:
+		return b.pull(ctx, req)
+	case remoting.CodeQueryConsumerOffset:
+		return b.queryConsumerOffset(req)
+	case remoting.CodeUpdateConsumerOffset:
+		return b.updateConsumerOffset(ctx, req)
+	case remoting.CodeHeartbeat:
+		return b.heartbeat(ctx, conn, req)
+	case remoting.CodeUnregisterClient:
+		return b.unregister(req)
+	case remoting.CodeGetConsumerListByGroup:
+		return b.consumerList(req)
+	case remoting.CodeConsumerSendMsgBack:
+		return b.sendBack(ctx, req)
 	}
 	return req.NotSupported()
 }
@@ -139,6 +164,8 @@ func (b *Broker) NameServer() remoting.Handler {
 func (b *Broker) count(resp *remoting.Command) {
 	switch {
 	case resp == nil || resp.Code == remoting.CodeSuccess:
+	case resp.Code == remoting.CodePullNotFound || resp.Code == remoting.CodePullRetryImmediately || resp.Code == remoting.CodeQueryNotFound:
+		// answers, not failures: nothing new, filtered out, nothing committed
 	case resp.Code == remoting.CodeRequestNotSupported:
 		b.stats.unsupported.Add(1)
 	default:
@@ -149,11 +176,15 @@ func (b *Broker) count(resp *remoting.Command) {
 // Stats returns the counters.
 func (b *Broker) Stats() Stats {
 	return Stats{Requests: b.stats.requests.Load(), Sends: b.stats.sends.Load(), Relayed: b.stats.relayed.Load(),
-		Failed: b.stats.failed.Load(), Unsupported: b.stats.unsupported.Load()}
+		Failed: b.stats.failed.Load(), Unsupported: b.stats.unsupported.Load(), Pulls: b.stats.pulls.Load()}
 }
 
-// Close closes the connections the broker opened to relay sends.
-func (b *Broker) Close() error { return b.relays.close() }
+// Close stops watching consumer connections and closes the connections the
+// broker opened to relay sends.
+func (b *Broker) Close() error {
+	b.groups.close()
+	return b.relays.close()
+}
 
 // bornHost is a client's address as a record's born host (IPv4 only; an
 // IPv6 client leaves zeros, as RocketMQ's v4 record layout has no room).

@@ -83,9 +83,13 @@ type served struct {
 	nsClient     *remoting.Client
 }
 
-func serve(t testing.TB, backend Backend) *served {
+func serve(t testing.TB, backend Backend, opts ...func(*Options)) *served {
 	t.Helper()
-	b := New(backend, Options{AutoCreateTopics: true, DefaultQueues: 8})
+	o := Options{AutoCreateTopics: true, DefaultQueues: 8}
+	for _, f := range opts {
+		f(&o)
+	}
+	b := New(backend, o)
 	s := &served{b: b}
 	for _, h := range []struct {
 		handler remoting.Handler
@@ -152,7 +156,7 @@ func sendRequest(code int16, h remoting.SendHeader, body []byte) *remoting.Comma
 
 // TestRoute: an unknown topic is TOPIC_NOT_EXIST, the default topic is
 // routed with the default queue count while topics are created on first
-// use, a topic the store holds with its own, on one broker name whose id 0
+// use, a group's retry topic with one queue before it exists, a topic the store holds with its own, on one broker name whose id 0
 // is the leader and ids 1, 2 the followers; the broker address answers
 // routes too.
 func TestRoute(t *testing.T) {
@@ -170,7 +174,7 @@ func TestRoute(t *testing.T) {
 		client *remoting.Client
 		topic  string
 		queues int32
-	}{{s.nsClient, "TBW102", 8}, {s.nsClient, "orders", 3}, {s.brokerClient, "orders", 3}} {
+	}{{s.nsClient, "TBW102", 8}, {s.nsClient, "orders", 3}, {s.brokerClient, "orders", 3}, {s.nsClient, "%RETRY%not-yet-created", 1}} {
 		resp := invoke(t, c.client, routeRequest(c.topic))
 		if resp.Code != remoting.CodeSuccess {
 			t.Fatalf("route of %s: code %d (%s)", c.topic, resp.Code, resp.Remark)
@@ -193,4 +197,24 @@ func TestRoute(t *testing.T) {
 	if resp := invoke(t, s.nsClient, routeRequest("orders")); resp.Code != remoting.CodeSystemError || !strings.Contains(resp.Remark, "no leader") {
 		t.Fatalf("route without a leader: code %d (%s), want SYSTEM_ERROR naming the missing leader", resp.Code, resp.Remark)
 	}
+}
+
+// replicate applies one command to the store as the leader would after
+// Raft committed it; a backend that is not the leader refuses.
+func (b *storeBackend) replicate(apply func(h store.EntryHeader) error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.leader {
+		return fmt.Errorf("test backend: %w", ErrNotLeader)
+	}
+	b.index++
+	return apply(store.EntryHeader{RaftIndex: b.index, Term: 1})
+}
+
+func (b *storeBackend) CommitOffsets(_ context.Context, commits []store.OffsetCommit) error {
+	return b.replicate(func(h store.EntryHeader) error { return b.st.CommitOffsets(h, commits) })
+}
+
+func (b *storeBackend) CreateTopic(_ context.Context, t store.TopicConfig) error {
+	return b.replicate(func(h store.EntryHeader) error { return b.st.CreateTopic(h, t) })
 }

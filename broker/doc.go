@@ -1,6 +1,6 @@
 // Package broker serves Apache RocketMQ's broker and name-server protocols
 // (package remoting) over raftmq, so that unchanged RocketMQ clients
-// produce to a raftmq cluster and read its queues' offsets.
+// produce to and consume from a raftmq cluster.
 //
 // # Routing
 //
@@ -26,6 +26,40 @@
 // member that is not the leader relays a send to the leader's broker
 // address and returns its answer; with no leader it answers
 // SERVICE_NOT_AVAILABLE, which the client retries.
+//
+// # Consumers
+//
+// PULL_MESSAGE answers up to maxMsgNums records of a queue (at most 64, 4
+// MiB) packed as the commitlog holds them, filtered by the pull's TAG
+// subscription ("a || b"; "" or "*" all; SQL92 is refused with
+// SUBSCRIPTION_PARSE_FAIL), with nextBeginOffset, minOffset and maxOffset;
+// the end of the queue is PULL_NOT_FOUND, a window filtered out entirely
+// PULL_RETRY_IMMEDIATELY, an offset outside the queue PULL_OFFSET_MOVED.
+// With the suspend flag an empty answer is held until a message arrives or
+// suspendTimeoutMillis (at most 25 s) passes. Every member serves pulls
+// from its own store.
+//
+// Group offsets live in the Raft log: UPDATE_CONSUMER_OFFSET (and the
+// commit flag of a pull, on the leader) commits through Backend.CommitOffsets;
+// QUERY_CONSUMER_OFFSET reads the local store (QUERY_NOT_FOUND before the
+// first commit). A member that is not the leader relays an update.
+//
+// HEART_BEAT makes its client a member of each consumer group it names on
+// this node (clients beat to every broker address of a route, so every
+// member knows every client) and creates the group's retry topic,
+// %RETRY%<group>, with one queue; GET_CONSUMER_LIST_BY_GROUP lists a
+// group's members, sorted; a client leaves on UNREGISTER_CLIENT, when its
+// connection closes, or ConsumerExpiry after its last heartbeat. A change
+// of membership sends NOTIFY_CONSUMER_IDS_CHANGED to the group's members,
+// which then rebalance their queues at once.
+//
+// CONSUMER_SEND_MSG_BACK stores the message at the given commitlog offset
+// again in %RETRY%<group> with its reconsume times raised, RETRY_TOPIC and
+// ORIGIN_MESSAGE_ID set and a DELAY level (the request's, else 3 +
+// reconsume times; RocketMQ's levels 1 s ... 2 h); a pull of a retry topic
+// delivers a record only once its level's delay passed since it was
+// stored (records behind it wait too). Past maxReconsumeTimes (default 16)
+// or with a negative level the message goes to %DLQ%<group> instead.
 //
 // # Errors
 //

@@ -54,7 +54,12 @@ func FuzzServe(f *testing.F) {
 		{remoting.CodeGetRouteInfoByTopic, map[string]string{"topic": "fuzz"}, nil},
 		{remoting.CodeGetMaxOffset, map[string]string{"topic": "fuzz", "queueId": "1"}, nil},
 		{remoting.CodeSearchOffsetByTime, map[string]string{"topic": "fuzz", "queueId": "1", "timestamp": "1"}, nil},
-		{remoting.CodeHeartbeat, nil, []byte("{}")},
+		{remoting.CodeHeartbeat, nil, []byte(`{"clientID":"c1","consumerDataSet":[{"groupName":"g","subscriptionDataSet":[{"topic":"fuzz"}]}]}`)},
+		{remoting.CodePullMessage, pullRequestCmd("fuzz", 0, pullFlagCommitOffset|pullFlagSuspend, map[string]string{"subscription": "a || b"}).ExtFields, nil},
+		{remoting.CodeQueryConsumerOffset, map[string]string{"consumerGroup": "g", "topic": "fuzz", "queueId": "1"}, nil},
+		{remoting.CodeUpdateConsumerOffset, map[string]string{"consumerGroup": "g", "topic": "fuzz", "queueId": "1", "commitOffset": "1"}, nil},
+		{remoting.CodeGetConsumerListByGroup, map[string]string{"consumerGroup": "g"}, nil},
+		{remoting.CodeUnregisterClient, map[string]string{"consumerGroup": "g", "clientID": "c1"}, nil},
 		{999, nil, nil},
 	} {
 		f.Add(seed.code, encodeFuzzFields(seed.fields), seed.body)
@@ -63,6 +68,9 @@ func FuzzServe(f *testing.F) {
 	s := serve(f, be)
 	f.Fuzz(func(t *testing.T, code int16, fields string, body []byte) {
 		req := &remoting.Command{Code: code, ExtFields: fuzzFields(fields), Body: body}
+		if code == remoting.CodePullMessage { // a long poll is held up to its timeout: keep each input short
+			req.ExtFields["suspendTimeoutMillis"] = "20"
+		}
 		resp := invoke(t, s.brokerClient, req)
 		if !resp.IsResponse() {
 			t.Fatalf("code %d answered with a request (code %d)", code, resp.Code)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/store"
@@ -55,6 +56,11 @@ func (b *Broker) topicQueues(topic string) (int32, bool) {
 	}
 	if topic == b.o.DefaultTopic && b.o.AutoCreateTopics && b.o.DefaultQueues > 0 {
 		return b.o.DefaultQueues, true
+	}
+	if strings.HasPrefix(topic, retryPrefix) {
+		// A group's retry topic is routed before its first heartbeat
+		// creates it: consumers look its route up before they beat.
+		return 1, true
 	}
 	return 0, false
 }

@@ -9,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
-	"github.com/apache/rocketmq-client-go/v2/rlog"
 
 	"github.com/raftmq/raftmq/internal/nodeproc"
 )
@@ -36,8 +33,7 @@ type rocketmqSent struct {
 // once, at the queue and offset the client was told, with its body, tag
 // and key, and its msgId is the client's.
 func TestRocketMQProducer(t *testing.T) {
-	rlog.SetLogLevel("error")
-	c := startCluster(t, 3, func(o *nodeproc.ClusterOptions) { o.Remoting = true })
+	c := rocketmqCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	li, err := c.Leader(ctx)
@@ -45,18 +41,8 @@ func TestRocketMQProducer(t *testing.T) {
 		t.Fatal(err)
 	}
 	follower := c.Nodes[(li+1)%3]
-	p, err := rocketmq.NewProducer(
-		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{follower.Spec().NamesrvAddr})),
-		producer.WithGroupName("e2e-rocketmq"), producer.WithRetry(2), producer.WithSendMsgTimeout(10*time.Second),
-		producer.WithDefaultTopicQueueNums(8))
-	if err != nil {
-		t.Fatal(err)
-	}
 	started := time.Now() // the client refreshes its routes now and every 30 s after
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = p.Shutdown() }()
+	p := rocketmqProducer(t, []string{follower.Spec().NamesrvAddr}, "e2e-rocketmq")
 
 	const topic = "e2e-rocketmq"
 	sent := map[string]rocketmqSent{}

@@ -122,19 +122,34 @@ func (n *Node) BrokerStats() broker.Stats {
 	return n.remoting.broker.Stats()
 }
 
-// brokerBackend is the node as package broker sees it: its sends, with the
-// node's errors mapped to the broker's.
+// brokerBackend is the node as package broker sees it: its sends, offset
+// commits and topic creations, with the node's errors mapped to the
+// broker's.
 type brokerBackend struct{ n *Node }
 
 func (b brokerBackend) Send(ctx context.Context, msgs []message.Message) ([]store.PutResult, error) {
 	res, err := b.n.Send(ctx, msgs)
+	return res, brokerError(err)
+}
+
+func (b brokerBackend) CommitOffsets(ctx context.Context, commits []store.OffsetCommit) error {
+	return brokerError(b.n.CommitOffsets(ctx, commits))
+}
+
+func (b brokerBackend) CreateTopic(ctx context.Context, t store.TopicConfig) error {
+	return brokerError(b.n.CreateTopic(ctx, t))
+}
+
+// brokerError maps the node's errors to the broker's: not the leader (or
+// none known) to ErrNotLeader, a refusal before proposing to ErrBusy.
+func brokerError(err error) error {
 	switch {
 	case errors.Is(err, transport.ErrNotLeader), errors.Is(err, transport.ErrNoLeader):
-		return nil, fmt.Errorf("%w: %w", broker.ErrNotLeader, err)
+		return fmt.Errorf("%w: %w", broker.ErrNotLeader, err)
 	case errors.Is(err, transport.ErrOverloaded), errors.Is(err, transport.ErrDiskFull):
-		return nil, fmt.Errorf("%w: %w", broker.ErrBusy, err)
+		return fmt.Errorf("%w: %w", broker.ErrBusy, err)
 	}
-	return res, err
+	return err
 }
 
 func (b brokerBackend) Reader() store.Reader { return b.n.Reader() }

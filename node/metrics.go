@@ -158,7 +158,7 @@ var (
 	gWaitingSpace    = newGauge("fsm_waiting_for_space", "1 while the FSM waits for disk space to apply an entry.")
 	gCorruptions     = newCounter("corruption_total", "Reads this node refused because what they would serve is damaged: a record, the CRC32C of its entry, or a consume-queue unit its record contradicts. Counted by the store opened last (it starts at 0 when the store is reopened or a snapshot installed).")
 	gRebuildPending  = newGauge("store_rebuild_pending", "1 when a read found a consume queue or the index damaged: the rebuild marker is written and the next start rebuilds them from the commitlog.")
-	gRemoting        = newCounter("remoting_requests_total", "RocketMQ protocol requests (broker and name server) by outcome: served (every request), stored (sends stored here), relayed (sends relayed to the leader), failed (answered with an error code), unsupported (a code not served).", "outcome")
+	gRemoting        = newCounter("remoting_requests_total", "RocketMQ protocol requests (broker and name server) by outcome: served (every request), stored (sends stored here), relayed (sends relayed to the leader), pulled (pulls answered), failed (answered with an error code), unsupported (a code not served).", "outcome")
 	gDiskWritten     = newCounter("disk_write_bytes_total", "Bytes this node wrote to disk by file: write()/pwrite bytes, plus the page-aligned cover of msync'd mmap ranges (fallocate, truncate, directory syncs and the file system journal excluded).", "file")
 )
 
@@ -274,7 +274,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	bs := c.n.BrokerStats()
 	for outcome, v := range map[string]uint64{"served": bs.Requests, "stored": bs.Sends, "relayed": bs.Relayed,
-		"failed": bs.Failed, "unsupported": bs.Unsupported} {
+		"failed": bs.Failed, "unsupported": bs.Unsupported, "pulled": bs.Pulls} {
 		emit(gRemoting, float64(v), outcome)
 	}
 	emit(gDiskWritten, float64(c.n.bolt.WrittenBytes()), diskRaftLog)
