@@ -24,6 +24,8 @@ type Backend interface {
 	Reader() store.Reader
 	// Brokers is where the cluster's members serve the broker protocol.
 	Brokers(ctx context.Context) (Brokers, error)
+	// IsLeader reports whether this member is the Raft leader now.
+	IsLeader() bool
 	// CommitOffsets and CreateTopic replicate through Raft; a member that
 	// is not the leader returns an error wrapping ErrNotLeader.
 	CommitOffsets(ctx context.Context, commits []store.OffsetCommit) error
@@ -56,7 +58,7 @@ type Options struct {
 	// topic is routed only while topics are created on first use.
 	AutoCreateTopics bool
 	DefaultQueues    int32
-	// RelayTimeout bounds a send relayed to the leader (default 10 s).
+	// RelayTimeout bounds a request relayed to the leader (default 10 s).
 	RelayTimeout time.Duration
 	Logger       hclog.Logger
 	// Now is the clock of consumer expiry (time.Now).
@@ -89,7 +91,7 @@ func (o Options) withDefaults() Options {
 type Stats struct {
 	Requests    uint64 // requests served, every code
 	Sends       uint64 // sends stored here (a batch counts once)
-	Relayed     uint64 // sends relayed to the leader
+	Relayed     uint64 // requests relayed to the leader (sends, offset updates, send-backs, routes)
 	Failed      uint64 // answers with an error code (not SUCCESS, PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY or QUERY_NOT_FOUND)
 	Unsupported uint64 // requests with a code not served
 	Pulls       uint64 // pulls answered
@@ -180,7 +182,7 @@ func (b *Broker) Stats() Stats {
 }
 
 // Close stops watching consumer connections and closes the connections the
-// broker opened to relay sends.
+// broker opened to relay requests.
 func (b *Broker) Close() error {
 	b.groups.close()
 	return b.relays.close()
@@ -201,7 +203,7 @@ func bornHost(addr net.Addr) message.HostPort {
 	return hp
 }
 
-// relayPool keeps one connection per leader address for relayed sends.
+// relayPool keeps one connection per leader address for relayed requests.
 type relayPool struct {
 	mu      sync.Mutex
 	closed  bool

@@ -68,6 +68,12 @@ func (b *storeBackend) Send(_ context.Context, msgs []message.Message) ([]store.
 
 func (b *storeBackend) Reader() store.Reader { return b.st }
 
+func (b *storeBackend) IsLeader() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.leader
+}
+
 func (b *storeBackend) Brokers(context.Context) (Brokers, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/raftmq/raftmq/membership"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/store"
 )
@@ -33,60 +33,40 @@ type heartbeat struct {
 	} `json:"consumerDataSet"`
 }
 
-// member is a consumer client of a group, on one connection.
-type member struct {
-	conn *remoting.Conn
-	seen time.Time
-}
-
-// groups tracks the live consumer clients of each group on this node (every
-// node hears every client: the clients beat to every broker address of a
-// route) and tells a group's members when its membership changes.
+// groups tracks the live consumer clients of each group on this node, by
+// the connection each last beat on (every node hears every client: the
+// clients beat to every broker address of a route), and tells a group's
+// members when its membership changes.
 type groups struct {
-	now func() time.Time
+	table *membership.Table[*remoting.Conn]
 
 	mu      sync.Mutex
-	members map[string]map[string]member // group → client id → member
 	watched map[*remoting.Conn]bool
 	closed  chan struct{}
 	wg      sync.WaitGroup
 }
 
 func newGroups(now func() time.Time) *groups {
-	return &groups{now: now, members: map[string]map[string]member{}, watched: map[*remoting.Conn]bool{},
+	return &groups{table: membership.New[*remoting.Conn](ConsumerExpiry, now), watched: map[*remoting.Conn]bool{},
 		closed: make(chan struct{})}
 }
 
 // join records a heartbeat of clientID in group on conn and reports whether
 // the client is new to the group.
 func (g *groups) join(group, clientID string, conn *remoting.Conn) bool {
+	joined := g.table.Beat(group, clientID, conn)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.expireLocked(group)
-	ms := g.members[group]
-	if ms == nil {
-		ms = map[string]member{}
-		g.members[group] = ms
-	}
-	_, known := ms[clientID]
-	ms[clientID] = member{conn: conn, seen: g.now()}
 	if conn != nil && !g.watched[conn] {
-		g.watched[conn] = true
-		g.wg.Add(1)
-		go g.watch(conn)
+		select {
+		case <-g.closed:
+		default:
+			g.watched[conn] = true
+			g.wg.Add(1)
+			go g.watch(conn)
+		}
 	}
-	return !known
-}
-
-// leave removes clientID from group and reports whether it was a member.
-func (g *groups) leave(group, clientID string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if _, ok := g.members[group][clientID]; !ok {
-		return false
-	}
-	delete(g.members[group], clientID)
-	return true
+	return joined
 }
 
 // watch removes the members of a connection once it closes and tells their
@@ -100,58 +80,21 @@ func (g *groups) watch(conn *remoting.Conn) {
 	}
 	g.mu.Lock()
 	delete(g.watched, conn)
-	var changed []string
-	for group, ms := range g.members {
-		for id, m := range ms {
-			if m.conn == conn {
-				delete(ms, id)
-				changed = append(changed, group)
-			}
-		}
-	}
 	g.mu.Unlock()
-	for _, group := range changed {
+	for _, group := range g.table.RemoveIf(func(c *remoting.Conn) bool { return c == conn }) {
 		g.notify(group)
 	}
-}
-
-// expireLocked drops a group's members not heard from within ConsumerExpiry.
-func (g *groups) expireLocked(group string) {
-	for id, m := range g.members[group] {
-		if g.now().Sub(m.seen) > ConsumerExpiry {
-			delete(g.members[group], id)
-		}
-	}
-}
-
-// list is a group's live client ids, sorted.
-func (g *groups) list(group string) []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.expireLocked(group)
-	ids := make([]string, 0, len(g.members[group]))
-	for id := range g.members[group] {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
 }
 
 // notify sends NOTIFY_CONSUMER_IDS_CHANGED (one way) to every member of a
 // group, which makes their clients rebalance at once. A member whose
 // connection cannot take it learns at its next periodic rebalance.
 func (g *groups) notify(group string) {
-	g.mu.Lock()
-	conns := make([]*remoting.Conn, 0, len(g.members[group]))
-	for _, m := range g.members[group] {
-		if m.conn != nil {
-			conns = append(conns, m.conn)
+	for _, c := range g.table.Values(group) {
+		if c != nil {
+			_ = c.Send(&remoting.Command{Code: remoting.CodeNotifyConsumerIDs, Language: remoting.LanguageJava,
+				Flag: remoting.FlagOneway, ExtFields: map[string]string{"consumerGroup": group}})
 		}
-	}
-	g.mu.Unlock()
-	for _, c := range conns {
-		_ = c.Send(&remoting.Command{Code: remoting.CodeNotifyConsumerIDs, Language: remoting.LanguageJava,
-			Flag: remoting.FlagOneway, ExtFields: map[string]string{"consumerGroup": group}})
 	}
 }
 
@@ -204,7 +147,7 @@ func (b *Broker) ensureRetryTopic(ctx context.Context, group string) {
 // unregister answers UNREGISTER_CLIENT: the client leaves the consumer
 // group named, and the group's members rebalance.
 func (b *Broker) unregister(req *remoting.Command) *remoting.Command {
-	if group, id := req.Field("consumerGroup"), req.Field("clientID"); group != "" && b.groups.leave(group, id) {
+	if group, id := req.Field("consumerGroup"), req.Field("clientID"); group != "" && b.groups.table.Leave(group, id) {
 		b.groups.notify(group)
 	}
 	return req.Response(remoting.CodeSuccess, "")
@@ -217,7 +160,7 @@ func (b *Broker) consumerList(req *remoting.Command) *remoting.Command {
 	if group == "" {
 		return req.Response(remoting.CodeSystemError, "consumerGroup is required")
 	}
-	ids := b.groups.list(group)
+	ids := b.groups.table.Members(group)
 	if len(ids) == 0 {
 		return req.Response(remoting.CodeSystemError, fmt.Sprintf("no consumer of group %s is connected", group))
 	}

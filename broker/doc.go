@@ -8,11 +8,14 @@
 // brokerId 0 (where RocketMQ producers send), the other members are ids 1,
 // 2, ... in the order of their member ids. Every node answers
 // GET_ROUTEINFO_BY_TOPIC on its name-server and its broker address, from the
-// member map and each member's --remoting-addr (Backend.Brokers). A topic
-// the store does not know answers TOPIC_NOT_EXIST; the client then asks for
-// the default topic (TBW102), which is answered with the store's default
-// queue count while topics are created on first use, so the first send
-// creates the topic as RocketMQ does.
+// member map and each member's --remoting-addr (Backend.Brokers). A member
+// that is not the leader asks the leader for the route of a topic its store
+// does not hold (it may not have applied the topic's creation yet). A topic
+// the leader does not hold either answers TOPIC_NOT_EXIST; the client then
+// asks for the default topic (TBW102), which is answered with the store's
+// default queue count while topics are created on first use, so the first
+// send creates the topic as RocketMQ does. A group's retry topic is routed
+// with one queue before it exists.
 //
 // # Sends
 //

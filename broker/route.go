@@ -16,6 +16,14 @@ import (
 func (b *Broker) route(ctx context.Context, req *remoting.Command) *remoting.Command {
 	topic := req.Field("topic")
 	queues, ok := b.topicQueues(topic)
+	if !ok && req.Field(relayedField) == "" && !b.backend.IsLeader() {
+		// This member may not have applied a topic the leader has just
+		// created (a client that sent to it asks any name server next):
+		// the leader's answer is the committed one.
+		if resp := b.relay(ctx, req); resp.Code == remoting.CodeSuccess || resp.Code == remoting.CodeTopicNotExist {
+			return resp
+		}
+	}
 	if !ok {
 		return req.Response(remoting.CodeTopicNotExist, "no route info for topic "+strconv.Quote(topic)+": it does not exist")
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/raftmq/raftmq/store"
 )
 
-// relayedField marks a send one member relayed to the leader: a member
+// relayedField marks a request one member relayed to the leader: a member
 // that is not the leader either refuses it instead of relaying it again.
 const relayedField = "raftmqRelayed"
 
@@ -113,11 +113,11 @@ func sendErrorCode(err error) int16 {
 }
 
 // relay sends req to the leader's broker address and returns its answer.
-// A send relayed once is not relayed again (leadership moved meanwhile):
+// A request relayed once is not relayed again (leadership moved meanwhile):
 // SERVICE_NOT_AVAILABLE, which the client retries.
 func (b *Broker) relay(ctx context.Context, req *remoting.Command) *remoting.Command {
 	if req.Field(relayedField) != "" {
-		return req.Response(remoting.CodeServiceNotAvailable, "not the leader: leadership moved while the send was relayed; retry")
+		return req.Response(remoting.CodeServiceNotAvailable, "not the leader: leadership moved while the request was relayed; retry")
 	}
 	brokers, err := b.backend.Brokers(ctx)
 	if err != nil || brokers.Leader == "" {

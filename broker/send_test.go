@@ -151,7 +151,8 @@ func TestSendErrors(t *testing.T) {
 }
 
 // TestFollowerRelaysSends: a member that is not the leader relays a send
-// to the leader's broker address and answers with the leader's answer; a
+// (and a route of a topic it does not hold) to the leader's broker address
+// and answers with the leader's answer; a
 // relayed send that meets another non-leader is refused with
 // SERVICE_NOT_AVAILABLE (no relay loops), as is one with no leader known.
 func TestFollowerRelaysSends(t *testing.T) {
@@ -171,6 +172,17 @@ func TestFollowerRelaysSends(t *testing.T) {
 	if followerBE.st.Stats().Messages != 0 || follower.b.Stats().Relayed != 1 || leader.b.Stats().Sends != 1 {
 		t.Fatalf("follower stored %d, relayed %d; leader stored %d sends", followerBE.st.Stats().Messages,
 			follower.b.Stats().Relayed, leader.b.Stats().Sends)
+	}
+	// The follower's store has not got the topic the send created: its
+	// name server answers the route with the leader's.
+	leaderBE.mu.Lock()
+	leaderBE.brokers = Brokers{Leader: leader.brokerAddr}
+	leaderBE.mu.Unlock()
+	if resp := invoke(t, follower.nsClient, routeRequest("relayed")); resp.Code != remoting.CodeSuccess || follower.b.Stats().Relayed != 2 {
+		t.Fatalf("route of a topic only the leader holds, asked of a follower: code %d (%s), relayed %d", resp.Code, resp.Remark, follower.b.Stats().Relayed)
+	}
+	if resp := invoke(t, follower.nsClient, routeRequest("nowhere")); resp.Code != remoting.CodeTopicNotExist {
+		t.Fatalf("route of a topic no member holds: code %d (%s)", resp.Code, resp.Remark)
 	}
 
 	leaderBE.mu.Lock()
