@@ -192,7 +192,7 @@ func TestCLIGroups(t *testing.T) {
 
 	t.Run("describe and metrics", func(t *testing.T) {
 		d := describeGroup(t, ctx, c, group, topic)
-		if len(d.Queues) != queues || d.MembersTracked || d.Members == nil || len(d.Members) != 0 {
+		if len(d.Queues) != queues || !d.MembersTracked || d.Members == nil || len(d.Members) != 0 {
 			t.Fatalf("group describe: %+v", d)
 		}
 		var total int64
@@ -218,7 +218,7 @@ func TestCLIGroups(t *testing.T) {
 		checkLagMetrics(t, ctx, c, d)
 
 		text := cli(t, ctx, c, "group", "describe", group)
-		if !strings.Contains(text, "total lag: 200") || !strings.Contains(text, "members: none tracked") {
+		if !strings.Contains(text, "total lag: 200") || !strings.Contains(text, "members: none live") {
 			t.Fatalf("group describe (text):\n%s", text)
 		}
 		type listJSON struct {

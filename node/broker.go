@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/remoting"
@@ -153,6 +155,8 @@ func brokerError(err error) error {
 }
 
 func (b brokerBackend) Reader() store.Reader { return b.n.Reader() }
+
+func (b brokerBackend) IsLeader() bool { return b.n.raft.State() == raft.Leader }
 
 func (b brokerBackend) Brokers(ctx context.Context) (broker.Brokers, error) {
 	return b.n.brokerAddrs.lookup(ctx, b.n)

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftmq/raftmq/fsm"
+	"github.com/raftmq/raftmq/membership"
 	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/node/snapstore"
 	"github.com/raftmq/raftmq/store"
@@ -52,6 +53,7 @@ type Node struct {
 	httpLis              net.Listener
 	remoting             remotingServers
 	brokerAddrs          brokerAddrs
+	groupMembers         *membership.Table[struct{}] // gRPC consumers, on the leader
 
 	readyMu sync.Mutex
 	ready   chan struct{} // closed while leader and the barrier passed
@@ -71,7 +73,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, fs: cfg.FS, log: cfg.Logger, ready: make(chan struct{}),
 		stop: make(chan struct{}), fatal: make(chan error, 1), peers: newPeerDisks(), spaceWait: make(chan struct{}, 1),
-		brokerAddrs: brokerAddrs{addrs: map[string]string{}, at: map[string]time.Time{}}}
+		brokerAddrs: brokerAddrs{addrs: map[string]string{}, at: map[string]time.Time{}}, groupMembers: newGroupMembers()}
 	if n.fs == nil {
 		n.fs = vfs.OS()
 	}

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -88,4 +89,39 @@ func fromGroupQueue(q store.GroupQueue) *pb.GroupQueueProgress {
 		p.Committed, p.CommittedOffset = true, q.Committed
 	}
 	return p
+}
+
+// GroupCoordinator is implemented by backends that track the live members
+// of consumer groups (the node, on its leader). JoinGroup records a
+// heartbeat of clientID (or its leaving) and returns the live members,
+// sorted, and how long a silent member stays; a member that is not the
+// leader returns an error wrapping ErrNotLeader. An empty clientID only
+// lists the members.
+type GroupCoordinator interface {
+	JoinGroup(ctx context.Context, group, clientID string, leave bool) (members []string, expiry time.Duration, err error)
+}
+
+// MaxClientIDLen bounds a consumer's client id.
+const MaxClientIDLen = 255
+
+// JoinGroup is a consumer's heartbeat, answered by the leader with the
+// group's live members; without a client id it only lists them.
+func (s *Server) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) (*pb.JoinGroupResponse, error) {
+	if err := validName("group", req.GetGroup(), MaxGroupLen); err != nil {
+		return nil, err
+	}
+	if len(req.GetClientId()) > MaxClientIDLen || (req.GetLeave() && req.GetClientId() == "") {
+		return nil, invalid("client id of %d bytes: 1 to %d, or empty (list the members) when not leaving", len(req.GetClientId()), MaxClientIDLen)
+	}
+	gc, ok := s.b.(GroupCoordinator)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "this node does not track consumer-group members")
+	}
+	members, expiry, err := gc.JoinGroup(ctx, req.GetGroup(), req.GetClientId(), req.GetLeave())
+	if err != nil {
+		return forward(s, ctx, err, func(ctx context.Context, c pb.RaftMQClient) (*pb.JoinGroupResponse, error) {
+			return c.JoinGroup(ctx, req)
+		})
+	}
+	return &pb.JoinGroupResponse{Members: members, ExpiryMs: expiry.Milliseconds()}, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -36,7 +37,15 @@ queue's min offset, at --from, at the first message stored at or after
 --from-time (each queue's max offset if all are older), or at the consumer
 group's committed offset (with --group, progress is committed after each
 batch printed; a queue without one starts at its min offset). --to-end
-stops at the queues' max offsets as they were at the start; -n after N.`,
+stops at the queues' max offsets as they were at the start; -n after N.
+
+With --group and no -q the consumer is a member of the group: it beats to
+the leader every 2 s, and the group's live members divide the topic's
+queues among them (RocketMQ's averaging), so two consumers of one group
+read disjoint queues; when one joins or leaves (or stops beating for
+10 s) the others take over its queues from the committed offsets. A
+message being handled while its queue moves may be printed by both
+(at-least-once).`,
 		Args: noArgs,
 		RunE: e.action(func(e *env, cmd *cobra.Command, _ []string) error {
 			f.fromSet = cmd.Flags().Changed("from")
@@ -100,13 +109,16 @@ func consume(e *env, c *client.Client, f consumeFlags) error {
 	k := &consumer{e: e, c: c, f: f, done: make(chan struct{})}
 	prog := startProgress(e, func() string { return fmt.Sprintf("consumed %d", k.count.Load()) })
 	defer prog.Stop()
+	if f.group != "" && f.queue < 0 {
+		return k.asMember(queues)
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(queues))
 	for i, q := range queues {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = k.queue(q)
+			errs[i] = k.queue(e.ctx, q)
 		}()
 	}
 	wg.Wait()
@@ -156,7 +168,7 @@ func (k *consumer) start(q int32) (off, end int64, err error) {
 	return lo, end, nil
 }
 
-func (k *consumer) queue(q int32) error {
+func (k *consumer) queue(ctx context.Context, q int32) error {
 	off, end, err := k.start(q)
 	if err != nil {
 		return fmt.Errorf("queue %d: %w", q, err)
@@ -165,14 +177,14 @@ func (k *consumer) queue(q int32) error {
 		select {
 		case <-k.done:
 			return nil
-		case <-k.e.ctx.Done():
+		case <-ctx.Done():
 			return nil
 		default:
 		}
-		r, err := k.c.Pull(k.e.ctx, client.PullRequest{Topic: k.f.topic, QueueID: q, Offset: off,
+		r, err := k.c.Pull(ctx, client.PullRequest{Topic: k.f.topic, QueueID: q, Offset: off,
 			MaxWait: k.f.wait, Tag: k.f.tag})
 		if err != nil {
-			if k.e.ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("queue %d offset %d: %w", q, off, err)
@@ -188,7 +200,7 @@ func (k *consumer) queue(q int32) error {
 			next = r.NextOffset // also skips messages the tag filter dropped
 		}
 		if next > off && k.f.group != "" {
-			if err := k.c.CommitOffset(k.e.ctx, k.f.group, k.f.topic, q, next); err != nil {
+			if err := k.commit(q, next); err != nil {
 				return fmt.Errorf("commit offset: %w", err)
 			}
 		}
@@ -202,6 +214,15 @@ func (k *consumer) queue(q int32) error {
 		}
 	}
 	return nil
+}
+
+// commit commits the group's offset of a queue after a batch was printed,
+// even while the command is stopping (within 5 s): what was printed must
+// not be read again by the group.
+func (k *consumer) commit(q int32, next int64) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(k.e.ctx), 5*time.Second)
+	defer cancel()
+	return k.c.CommitOffset(ctx, k.f.group, k.f.topic, q, next)
 }
 
 // deliver prints messages until -n or the --to-end offset is reached. It

@@ -27,8 +27,11 @@
 // "msgId\ttopic\t?\t?" when the outcome is unknown. consume starts at each
 // queue's min offset unless --from, --from-time (the first message stored
 // at or after it) or --group says otherwise; in group mode it commits the
-// offset after each batch it printed. group describe shows per queue the
-// committed offset, the max offset and the lag (max - committed); group
+// offset after each batch it printed and, without -q, is a member of the
+// group: it beats to the leader every 2 s and reads only the queues the
+// live members' averaging gives it, so consumers of one group split the
+// queues. group describe shows per queue the committed offset, the max
+// offset and the lag (max - committed), and the group's live members; group
 // reset moves a group's offsets in every queue of a topic in one commit,
 // backwards too. bench records
 // latencies in an HdrHistogram; with --rate it runs open loop and measures

@@ -11,9 +11,17 @@ import (
 	"github.com/raftmq/raftmq/client"
 )
 
-// membersNote is what group describe says about members: consumers pull
-// without registering, so the server knows none.
-const membersNote = "none tracked (consumers pull without registering with the server)"
+// membersLine is what group describe says about the group's live members
+// (consume --group processes beating to the leader).
+func membersLine(members []string, tracked bool) string {
+	switch {
+	case !tracked:
+		return "not tracked by this cluster"
+	case len(members) == 0:
+		return "none live (no consume --group process is running)"
+	}
+	return strings.Join(members, ", ")
+}
 
 func groupCmd(e *env) *cobra.Command {
 	list := &cobra.Command{
@@ -182,9 +190,13 @@ func groupDescribe(e *env, group, topic string) error {
 			rows[i].Committed = &q.Committed
 		}
 	}
+	members, tracked, err := c.GroupMembers(e.ctx, group)
+	if err != nil {
+		return err
+	}
 	if e.json {
 		return e.emit(map[string]any{"group": group, "queues": rows, "lag": total,
-			"members": []string{}, "membersTracked": false})
+			"members": append([]string{}, members...), "membersTracked": tracked})
 	}
 	fmt.Fprintf(e.stdout, "group %s\n", group)
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
@@ -199,7 +211,7 @@ func groupDescribe(e *env, group, topic string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(e.stdout, "total lag: %d\nmembers: %s\n", total, membersNote)
+	_, err = fmt.Fprintf(e.stdout, "total lag: %d\nmembers: %s\n", total, membersLine(members, tracked))
 	return err
 }
 

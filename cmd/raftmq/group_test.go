@@ -72,7 +72,7 @@ func TestGroupSession(t *testing.T) {
 	}
 
 	out = mustRun(t, srv, "group", "describe", "g")
-	for _, want := range []string{"TOPIC", "COMMITTED", "LAG", "\nT      0      2", "\nT      1      -", "total lag: 8", "members: none tracked"} {
+	for _, want := range []string{"TOPIC", "COMMITTED", "LAG", "\nT      0      2", "\nT      1      -", "total lag: 8", "members: none live"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("group describe: no %q in\n%s", want, out)
 		}

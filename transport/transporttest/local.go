@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftmq/raftmq/membership"
 	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
@@ -29,6 +30,7 @@ type Local struct {
 	mu      sync.Mutex // serialises writes and the index counter
 	index   uint64
 	apiAddr string
+	members *membership.Table[struct{}]
 }
 
 // OpenLocal opens (or recovers) a store in dir and wraps it.
@@ -44,7 +46,8 @@ func OpenLocal(dir string) (*Local, error) {
 		return nil, err
 	}
 	idx, _ := st.Applied()
-	return &Local{st: st, index: idx, host: message.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 9001}}, nil
+	return &Local{st: st, index: idx, host: message.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 9001},
+		members: membership.New[struct{}](LocalMemberExpiry, nil)}, nil
 }
 
 // Close closes the store.
@@ -116,6 +119,21 @@ func (l *Local) Transfer(ctx context.Context, id string) error { return ErrUnsup
 
 // Reader is the store's read side.
 func (l *Local) Reader() store.Reader { return l.st }
+
+// LocalMemberExpiry is how long a silent group member stays (as on a node).
+const LocalMemberExpiry = 10 * time.Second
+
+// JoinGroup tracks consumer-group members as a node's leader does
+// (transport.GroupCoordinator).
+func (l *Local) JoinGroup(_ context.Context, group, clientID string, leave bool) ([]string, time.Duration, error) {
+	switch {
+	case leave:
+		l.members.Leave(group, clientID)
+	case clientID != "":
+		l.members.Beat(group, clientID, struct{}{})
+	}
+	return l.members.Members(group), LocalMemberExpiry, nil
+}
 
 // Status reports a single-node cluster led by this node.
 func (l *Local) Status() wire.ClusterStatus {

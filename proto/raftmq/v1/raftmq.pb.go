@@ -1584,6 +1584,118 @@ func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
 	return file_raftmq_proto_rawDescGZIP(), []int{21}
 }
 
+type JoinGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	ClientId      string                 `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"` // empty: only list the live members (a read)
+	Leave         bool                   `protobuf:"varint,3,opt,name=leave,proto3" json:"leave,omitempty"`                      // leave the group instead of beating
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinGroupRequest) Reset() {
+	*x = JoinGroupRequest{}
+	mi := &file_raftmq_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinGroupRequest) ProtoMessage() {}
+
+func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftmq_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
+func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
+	return file_raftmq_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *JoinGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *JoinGroupRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *JoinGroupRequest) GetLeave() bool {
+	if x != nil {
+		return x.Leave
+	}
+	return false
+}
+
+type JoinGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Members       []string               `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`                    // live members, sorted
+	ExpiryMs      int64                  `protobuf:"varint,2,opt,name=expiry_ms,json=expiryMs,proto3" json:"expiry_ms,omitempty"` // a member not heard from for this long leaves
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinGroupResponse) Reset() {
+	*x = JoinGroupResponse{}
+	mi := &file_raftmq_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinGroupResponse) ProtoMessage() {}
+
+func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftmq_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
+func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
+	return file_raftmq_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *JoinGroupResponse) GetMembers() []string {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *JoinGroupResponse) GetExpiryMs() int64 {
+	if x != nil {
+		return x.ExpiryMs
+	}
+	return 0
+}
+
 // GroupSummary is one consumer group: the topics it has committed offsets
 // in and its lag summed over every queue of those topics.
 type GroupSummary struct {
@@ -1597,7 +1709,7 @@ type GroupSummary struct {
 
 func (x *GroupSummary) Reset() {
 	*x = GroupSummary{}
-	mi := &file_raftmq_proto_msgTypes[22]
+	mi := &file_raftmq_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1609,7 +1721,7 @@ func (x *GroupSummary) String() string {
 func (*GroupSummary) ProtoMessage() {}
 
 func (x *GroupSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[22]
+	mi := &file_raftmq_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1622,7 +1734,7 @@ func (x *GroupSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupSummary.ProtoReflect.Descriptor instead.
 func (*GroupSummary) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{22}
+	return file_raftmq_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GroupSummary) GetGroup() string {
@@ -1655,7 +1767,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_raftmq_proto_msgTypes[23]
+	mi := &file_raftmq_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1667,7 +1779,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[23]
+	mi := &file_raftmq_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1680,7 +1792,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{23}
+	return file_raftmq_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupSummary {
@@ -1702,7 +1814,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_raftmq_proto_msgTypes[24]
+	mi := &file_raftmq_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1714,7 +1826,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[24]
+	mi := &file_raftmq_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1727,7 +1839,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{24}
+	return file_raftmq_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -1763,7 +1875,7 @@ type GroupQueueProgress struct {
 
 func (x *GroupQueueProgress) Reset() {
 	*x = GroupQueueProgress{}
-	mi := &file_raftmq_proto_msgTypes[25]
+	mi := &file_raftmq_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1775,7 +1887,7 @@ func (x *GroupQueueProgress) String() string {
 func (*GroupQueueProgress) ProtoMessage() {}
 
 func (x *GroupQueueProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[25]
+	mi := &file_raftmq_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1788,7 +1900,7 @@ func (x *GroupQueueProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupQueueProgress.ProtoReflect.Descriptor instead.
 func (*GroupQueueProgress) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{25}
+	return file_raftmq_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GroupQueueProgress) GetTopic() string {
@@ -1850,7 +1962,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_raftmq_proto_msgTypes[26]
+	mi := &file_raftmq_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1862,7 +1974,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[26]
+	mi := &file_raftmq_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1875,7 +1987,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{26}
+	return file_raftmq_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DescribeGroupResponse) GetGroup() string {
@@ -1903,7 +2015,7 @@ type CreateTopicRequest struct {
 
 func (x *CreateTopicRequest) Reset() {
 	*x = CreateTopicRequest{}
-	mi := &file_raftmq_proto_msgTypes[27]
+	mi := &file_raftmq_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1915,7 +2027,7 @@ func (x *CreateTopicRequest) String() string {
 func (*CreateTopicRequest) ProtoMessage() {}
 
 func (x *CreateTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[27]
+	mi := &file_raftmq_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1928,7 +2040,7 @@ func (x *CreateTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTopicRequest.ProtoReflect.Descriptor instead.
 func (*CreateTopicRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{27}
+	return file_raftmq_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateTopicRequest) GetName() string {
@@ -1960,7 +2072,7 @@ type CreateTopicResponse struct {
 
 func (x *CreateTopicResponse) Reset() {
 	*x = CreateTopicResponse{}
-	mi := &file_raftmq_proto_msgTypes[28]
+	mi := &file_raftmq_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1972,7 +2084,7 @@ func (x *CreateTopicResponse) String() string {
 func (*CreateTopicResponse) ProtoMessage() {}
 
 func (x *CreateTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[28]
+	mi := &file_raftmq_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1985,7 +2097,7 @@ func (x *CreateTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTopicResponse.ProtoReflect.Descriptor instead.
 func (*CreateTopicResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{28}
+	return file_raftmq_proto_rawDescGZIP(), []int{30}
 }
 
 // UpdateTopic changes an existing topic: the queue count may only grow
@@ -2001,7 +2113,7 @@ type UpdateTopicRequest struct {
 
 func (x *UpdateTopicRequest) Reset() {
 	*x = UpdateTopicRequest{}
-	mi := &file_raftmq_proto_msgTypes[29]
+	mi := &file_raftmq_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2013,7 +2125,7 @@ func (x *UpdateTopicRequest) String() string {
 func (*UpdateTopicRequest) ProtoMessage() {}
 
 func (x *UpdateTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[29]
+	mi := &file_raftmq_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2026,7 +2138,7 @@ func (x *UpdateTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTopicRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTopicRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{29}
+	return file_raftmq_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdateTopicRequest) GetName() string {
@@ -2058,7 +2170,7 @@ type UpdateTopicResponse struct {
 
 func (x *UpdateTopicResponse) Reset() {
 	*x = UpdateTopicResponse{}
-	mi := &file_raftmq_proto_msgTypes[30]
+	mi := &file_raftmq_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2070,7 +2182,7 @@ func (x *UpdateTopicResponse) String() string {
 func (*UpdateTopicResponse) ProtoMessage() {}
 
 func (x *UpdateTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[30]
+	mi := &file_raftmq_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2083,7 +2195,7 @@ func (x *UpdateTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTopicResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTopicResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{30}
+	return file_raftmq_proto_rawDescGZIP(), []int{32}
 }
 
 type QueueInfo struct {
@@ -2097,7 +2209,7 @@ type QueueInfo struct {
 
 func (x *QueueInfo) Reset() {
 	*x = QueueInfo{}
-	mi := &file_raftmq_proto_msgTypes[31]
+	mi := &file_raftmq_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2221,7 @@ func (x *QueueInfo) String() string {
 func (*QueueInfo) ProtoMessage() {}
 
 func (x *QueueInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[31]
+	mi := &file_raftmq_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2234,7 @@ func (x *QueueInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueInfo.ProtoReflect.Descriptor instead.
 func (*QueueInfo) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{31}
+	return file_raftmq_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *QueueInfo) GetQueueId() int32 {
@@ -2158,7 +2270,7 @@ type TopicInfo struct {
 
 func (x *TopicInfo) Reset() {
 	*x = TopicInfo{}
-	mi := &file_raftmq_proto_msgTypes[32]
+	mi := &file_raftmq_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2170,7 +2282,7 @@ func (x *TopicInfo) String() string {
 func (*TopicInfo) ProtoMessage() {}
 
 func (x *TopicInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[32]
+	mi := &file_raftmq_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2183,7 +2295,7 @@ func (x *TopicInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicInfo.ProtoReflect.Descriptor instead.
 func (*TopicInfo) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{32}
+	return file_raftmq_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TopicInfo) GetName() string {
@@ -2223,7 +2335,7 @@ type DescribeTopicRequest struct {
 
 func (x *DescribeTopicRequest) Reset() {
 	*x = DescribeTopicRequest{}
-	mi := &file_raftmq_proto_msgTypes[33]
+	mi := &file_raftmq_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2235,7 +2347,7 @@ func (x *DescribeTopicRequest) String() string {
 func (*DescribeTopicRequest) ProtoMessage() {}
 
 func (x *DescribeTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[33]
+	mi := &file_raftmq_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2248,7 +2360,7 @@ func (x *DescribeTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicRequest.ProtoReflect.Descriptor instead.
 func (*DescribeTopicRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{33}
+	return file_raftmq_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DescribeTopicRequest) GetName() string {
@@ -2266,7 +2378,7 @@ type ListTopicsRequest struct {
 
 func (x *ListTopicsRequest) Reset() {
 	*x = ListTopicsRequest{}
-	mi := &file_raftmq_proto_msgTypes[34]
+	mi := &file_raftmq_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2390,7 @@ func (x *ListTopicsRequest) String() string {
 func (*ListTopicsRequest) ProtoMessage() {}
 
 func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[34]
+	mi := &file_raftmq_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2403,7 @@ func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTopicsRequest.ProtoReflect.Descriptor instead.
 func (*ListTopicsRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{34}
+	return file_raftmq_proto_rawDescGZIP(), []int{36}
 }
 
 type ListTopicsResponse struct {
@@ -2303,7 +2415,7 @@ type ListTopicsResponse struct {
 
 func (x *ListTopicsResponse) Reset() {
 	*x = ListTopicsResponse{}
-	mi := &file_raftmq_proto_msgTypes[35]
+	mi := &file_raftmq_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2315,7 +2427,7 @@ func (x *ListTopicsResponse) String() string {
 func (*ListTopicsResponse) ProtoMessage() {}
 
 func (x *ListTopicsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[35]
+	mi := &file_raftmq_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2328,7 +2440,7 @@ func (x *ListTopicsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTopicsResponse.ProtoReflect.Descriptor instead.
 func (*ListTopicsResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{35}
+	return file_raftmq_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListTopicsResponse) GetTopics() []*TopicInfo {
@@ -2347,7 +2459,7 @@ type DeleteTopicRequest struct {
 
 func (x *DeleteTopicRequest) Reset() {
 	*x = DeleteTopicRequest{}
-	mi := &file_raftmq_proto_msgTypes[36]
+	mi := &file_raftmq_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2359,7 +2471,7 @@ func (x *DeleteTopicRequest) String() string {
 func (*DeleteTopicRequest) ProtoMessage() {}
 
 func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[36]
+	mi := &file_raftmq_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2372,7 +2484,7 @@ func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTopicRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{36}
+	return file_raftmq_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DeleteTopicRequest) GetName() string {
@@ -2390,7 +2502,7 @@ type DeleteTopicResponse struct {
 
 func (x *DeleteTopicResponse) Reset() {
 	*x = DeleteTopicResponse{}
-	mi := &file_raftmq_proto_msgTypes[37]
+	mi := &file_raftmq_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2402,7 +2514,7 @@ func (x *DeleteTopicResponse) String() string {
 func (*DeleteTopicResponse) ProtoMessage() {}
 
 func (x *DeleteTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[37]
+	mi := &file_raftmq_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2415,7 +2527,7 @@ func (x *DeleteTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTopicResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{37}
+	return file_raftmq_proto_rawDescGZIP(), []int{39}
 }
 
 type StatusRequest struct {
@@ -2426,7 +2538,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_raftmq_proto_msgTypes[38]
+	mi := &file_raftmq_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2438,7 +2550,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[38]
+	mi := &file_raftmq_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2451,7 +2563,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{38}
+	return file_raftmq_proto_rawDescGZIP(), []int{40}
 }
 
 type Member struct {
@@ -2466,7 +2578,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_raftmq_proto_msgTypes[39]
+	mi := &file_raftmq_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2478,7 +2590,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[39]
+	mi := &file_raftmq_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2491,7 +2603,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{39}
+	return file_raftmq_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Member) GetId() string {
@@ -2551,7 +2663,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_raftmq_proto_msgTypes[40]
+	mi := &file_raftmq_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2563,7 +2675,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[40]
+	mi := &file_raftmq_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2576,7 +2688,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{40}
+	return file_raftmq_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *StatusResponse) GetId() string {
@@ -2688,7 +2800,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_raftmq_proto_msgTypes[41]
+	mi := &file_raftmq_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2700,7 +2812,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[41]
+	mi := &file_raftmq_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2713,7 +2825,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{41}
+	return file_raftmq_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *JoinRequest) GetId() string {
@@ -2745,7 +2857,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_raftmq_proto_msgTypes[42]
+	mi := &file_raftmq_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2757,7 +2869,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[42]
+	mi := &file_raftmq_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2770,7 +2882,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{42}
+	return file_raftmq_proto_rawDescGZIP(), []int{44}
 }
 
 type RemoveRequest struct {
@@ -2782,7 +2894,7 @@ type RemoveRequest struct {
 
 func (x *RemoveRequest) Reset() {
 	*x = RemoveRequest{}
-	mi := &file_raftmq_proto_msgTypes[43]
+	mi := &file_raftmq_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2794,7 +2906,7 @@ func (x *RemoveRequest) String() string {
 func (*RemoveRequest) ProtoMessage() {}
 
 func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[43]
+	mi := &file_raftmq_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2807,7 +2919,7 @@ func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
 func (*RemoveRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{43}
+	return file_raftmq_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RemoveRequest) GetId() string {
@@ -2825,7 +2937,7 @@ type RemoveResponse struct {
 
 func (x *RemoveResponse) Reset() {
 	*x = RemoveResponse{}
-	mi := &file_raftmq_proto_msgTypes[44]
+	mi := &file_raftmq_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2837,7 +2949,7 @@ func (x *RemoveResponse) String() string {
 func (*RemoveResponse) ProtoMessage() {}
 
 func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[44]
+	mi := &file_raftmq_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2850,7 +2962,7 @@ func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
 func (*RemoveResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{44}
+	return file_raftmq_proto_rawDescGZIP(), []int{46}
 }
 
 type TransferRequest struct {
@@ -2862,7 +2974,7 @@ type TransferRequest struct {
 
 func (x *TransferRequest) Reset() {
 	*x = TransferRequest{}
-	mi := &file_raftmq_proto_msgTypes[45]
+	mi := &file_raftmq_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2874,7 +2986,7 @@ func (x *TransferRequest) String() string {
 func (*TransferRequest) ProtoMessage() {}
 
 func (x *TransferRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[45]
+	mi := &file_raftmq_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2887,7 +2999,7 @@ func (x *TransferRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferRequest.ProtoReflect.Descriptor instead.
 func (*TransferRequest) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{45}
+	return file_raftmq_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *TransferRequest) GetId() string {
@@ -2905,7 +3017,7 @@ type TransferResponse struct {
 
 func (x *TransferResponse) Reset() {
 	*x = TransferResponse{}
-	mi := &file_raftmq_proto_msgTypes[46]
+	mi := &file_raftmq_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2917,7 +3029,7 @@ func (x *TransferResponse) String() string {
 func (*TransferResponse) ProtoMessage() {}
 
 func (x *TransferResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftmq_proto_msgTypes[46]
+	mi := &file_raftmq_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2930,7 +3042,7 @@ func (x *TransferResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferResponse.ProtoReflect.Descriptor instead.
 func (*TransferResponse) Descriptor() ([]byte, []int) {
-	return file_raftmq_proto_rawDescGZIP(), []int{46}
+	return file_raftmq_proto_rawDescGZIP(), []int{48}
 }
 
 var File_raftmq_proto protoreflect.FileDescriptor
@@ -3053,7 +3165,14 @@ const file_raftmq_proto_rawDesc = "" +
 	"\bboundary\x18\x04 \x01(\x0e2\x13.raftmq.v1.BoundaryR\bboundary\".\n" +
 	"\x14OffsetByTimeResponse\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\"\x13\n" +
-	"\x11ListGroupsRequest\"N\n" +
+	"\x11ListGroupsRequest\"[\n" +
+	"\x10JoinGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x14\n" +
+	"\x05leave\x18\x03 \x01(\bR\x05leave\"J\n" +
+	"\x11JoinGroupResponse\x12\x18\n" +
+	"\amembers\x18\x01 \x03(\tR\amembers\x12\x1b\n" +
+	"\texpiry_ms\x18\x02 \x01(\x03R\bexpiryMs\"N\n" +
 	"\fGroupSummary\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
 	"\x06topics\x18\x02 \x03(\tR\x06topics\x12\x10\n" +
@@ -3152,7 +3271,7 @@ const file_raftmq_proto_rawDesc = "" +
 	"\x1fPULL_STATUS_NO_MESSAGE_IN_QUEUE\x10\a*2\n" +
 	"\bBoundary\x12\x12\n" +
 	"\x0eBOUNDARY_LOWER\x10\x00\x12\x12\n" +
-	"\x0eBOUNDARY_UPPER\x10\x012\xc7\v\n" +
+	"\x0eBOUNDARY_UPPER\x10\x012\x8f\f\n" +
 	"\x06RaftMQ\x127\n" +
 	"\x04Send\x12\x16.raftmq.v1.SendRequest\x1a\x17.raftmq.v1.SendResponse\x127\n" +
 	"\x04Pull\x12\x16.raftmq.v1.PullRequest\x1a\x17.raftmq.v1.PullResponse\x12L\n" +
@@ -3166,7 +3285,8 @@ const file_raftmq_proto_rawDesc = "" +
 	"\fOffsetByTime\x12\x1e.raftmq.v1.OffsetByTimeRequest\x1a\x1f.raftmq.v1.OffsetByTimeResponse\x12I\n" +
 	"\n" +
 	"ListGroups\x12\x1c.raftmq.v1.ListGroupsRequest\x1a\x1d.raftmq.v1.ListGroupsResponse\x12R\n" +
-	"\rDescribeGroup\x12\x1f.raftmq.v1.DescribeGroupRequest\x1a .raftmq.v1.DescribeGroupResponse\x12L\n" +
+	"\rDescribeGroup\x12\x1f.raftmq.v1.DescribeGroupRequest\x1a .raftmq.v1.DescribeGroupResponse\x12F\n" +
+	"\tJoinGroup\x12\x1b.raftmq.v1.JoinGroupRequest\x1a\x1c.raftmq.v1.JoinGroupResponse\x12L\n" +
 	"\vCreateTopic\x12\x1d.raftmq.v1.CreateTopicRequest\x1a\x1e.raftmq.v1.CreateTopicResponse\x12F\n" +
 	"\rDescribeTopic\x12\x1f.raftmq.v1.DescribeTopicRequest\x1a\x14.raftmq.v1.TopicInfo\x12I\n" +
 	"\n" +
@@ -3191,7 +3311,7 @@ func file_raftmq_proto_rawDescGZIP() []byte {
 }
 
 var file_raftmq_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_raftmq_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_raftmq_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_raftmq_proto_goTypes = []any{
 	(PullStatus)(0),               // 0: raftmq.v1.PullStatus
 	(Boundary)(0),                 // 1: raftmq.v1.Boundary
@@ -3217,31 +3337,33 @@ var file_raftmq_proto_goTypes = []any{
 	(*OffsetByTimeRequest)(nil),   // 21: raftmq.v1.OffsetByTimeRequest
 	(*OffsetByTimeResponse)(nil),  // 22: raftmq.v1.OffsetByTimeResponse
 	(*ListGroupsRequest)(nil),     // 23: raftmq.v1.ListGroupsRequest
-	(*GroupSummary)(nil),          // 24: raftmq.v1.GroupSummary
-	(*ListGroupsResponse)(nil),    // 25: raftmq.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),  // 26: raftmq.v1.DescribeGroupRequest
-	(*GroupQueueProgress)(nil),    // 27: raftmq.v1.GroupQueueProgress
-	(*DescribeGroupResponse)(nil), // 28: raftmq.v1.DescribeGroupResponse
-	(*CreateTopicRequest)(nil),    // 29: raftmq.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),   // 30: raftmq.v1.CreateTopicResponse
-	(*UpdateTopicRequest)(nil),    // 31: raftmq.v1.UpdateTopicRequest
-	(*UpdateTopicResponse)(nil),   // 32: raftmq.v1.UpdateTopicResponse
-	(*QueueInfo)(nil),             // 33: raftmq.v1.QueueInfo
-	(*TopicInfo)(nil),             // 34: raftmq.v1.TopicInfo
-	(*DescribeTopicRequest)(nil),  // 35: raftmq.v1.DescribeTopicRequest
-	(*ListTopicsRequest)(nil),     // 36: raftmq.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),    // 37: raftmq.v1.ListTopicsResponse
-	(*DeleteTopicRequest)(nil),    // 38: raftmq.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),   // 39: raftmq.v1.DeleteTopicResponse
-	(*StatusRequest)(nil),         // 40: raftmq.v1.StatusRequest
-	(*Member)(nil),                // 41: raftmq.v1.Member
-	(*StatusResponse)(nil),        // 42: raftmq.v1.StatusResponse
-	(*JoinRequest)(nil),           // 43: raftmq.v1.JoinRequest
-	(*JoinResponse)(nil),          // 44: raftmq.v1.JoinResponse
-	(*RemoveRequest)(nil),         // 45: raftmq.v1.RemoveRequest
-	(*RemoveResponse)(nil),        // 46: raftmq.v1.RemoveResponse
-	(*TransferRequest)(nil),       // 47: raftmq.v1.TransferRequest
-	(*TransferResponse)(nil),      // 48: raftmq.v1.TransferResponse
+	(*JoinGroupRequest)(nil),      // 24: raftmq.v1.JoinGroupRequest
+	(*JoinGroupResponse)(nil),     // 25: raftmq.v1.JoinGroupResponse
+	(*GroupSummary)(nil),          // 26: raftmq.v1.GroupSummary
+	(*ListGroupsResponse)(nil),    // 27: raftmq.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),  // 28: raftmq.v1.DescribeGroupRequest
+	(*GroupQueueProgress)(nil),    // 29: raftmq.v1.GroupQueueProgress
+	(*DescribeGroupResponse)(nil), // 30: raftmq.v1.DescribeGroupResponse
+	(*CreateTopicRequest)(nil),    // 31: raftmq.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),   // 32: raftmq.v1.CreateTopicResponse
+	(*UpdateTopicRequest)(nil),    // 33: raftmq.v1.UpdateTopicRequest
+	(*UpdateTopicResponse)(nil),   // 34: raftmq.v1.UpdateTopicResponse
+	(*QueueInfo)(nil),             // 35: raftmq.v1.QueueInfo
+	(*TopicInfo)(nil),             // 36: raftmq.v1.TopicInfo
+	(*DescribeTopicRequest)(nil),  // 37: raftmq.v1.DescribeTopicRequest
+	(*ListTopicsRequest)(nil),     // 38: raftmq.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),    // 39: raftmq.v1.ListTopicsResponse
+	(*DeleteTopicRequest)(nil),    // 40: raftmq.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),   // 41: raftmq.v1.DeleteTopicResponse
+	(*StatusRequest)(nil),         // 42: raftmq.v1.StatusRequest
+	(*Member)(nil),                // 43: raftmq.v1.Member
+	(*StatusResponse)(nil),        // 44: raftmq.v1.StatusResponse
+	(*JoinRequest)(nil),           // 45: raftmq.v1.JoinRequest
+	(*JoinResponse)(nil),          // 46: raftmq.v1.JoinResponse
+	(*RemoveRequest)(nil),         // 47: raftmq.v1.RemoveRequest
+	(*RemoveResponse)(nil),        // 48: raftmq.v1.RemoveResponse
+	(*TransferRequest)(nil),       // 49: raftmq.v1.TransferRequest
+	(*TransferResponse)(nil),      // 50: raftmq.v1.TransferResponse
 }
 var file_raftmq_proto_depIdxs = []int32{
 	2,  // 0: raftmq.v1.Message.properties:type_name -> raftmq.v1.Property
@@ -3253,11 +3375,11 @@ var file_raftmq_proto_depIdxs = []int32{
 	8,  // 6: raftmq.v1.QueryMessagesResponse.messages:type_name -> raftmq.v1.StoredMessage
 	14, // 7: raftmq.v1.CommitOffsetRequest.commits:type_name -> raftmq.v1.OffsetCommit
 	1,  // 8: raftmq.v1.OffsetByTimeRequest.boundary:type_name -> raftmq.v1.Boundary
-	24, // 9: raftmq.v1.ListGroupsResponse.groups:type_name -> raftmq.v1.GroupSummary
-	27, // 10: raftmq.v1.DescribeGroupResponse.queues:type_name -> raftmq.v1.GroupQueueProgress
-	33, // 11: raftmq.v1.TopicInfo.queue_offsets:type_name -> raftmq.v1.QueueInfo
-	34, // 12: raftmq.v1.ListTopicsResponse.topics:type_name -> raftmq.v1.TopicInfo
-	41, // 13: raftmq.v1.StatusResponse.members:type_name -> raftmq.v1.Member
+	26, // 9: raftmq.v1.ListGroupsResponse.groups:type_name -> raftmq.v1.GroupSummary
+	29, // 10: raftmq.v1.DescribeGroupResponse.queues:type_name -> raftmq.v1.GroupQueueProgress
+	35, // 11: raftmq.v1.TopicInfo.queue_offsets:type_name -> raftmq.v1.QueueInfo
+	36, // 12: raftmq.v1.ListTopicsResponse.topics:type_name -> raftmq.v1.TopicInfo
+	43, // 13: raftmq.v1.StatusResponse.members:type_name -> raftmq.v1.Member
 	4,  // 14: raftmq.v1.RaftMQ.Send:input_type -> raftmq.v1.SendRequest
 	7,  // 15: raftmq.v1.RaftMQ.Pull:input_type -> raftmq.v1.PullRequest
 	10, // 16: raftmq.v1.RaftMQ.QueryByKey:input_type -> raftmq.v1.QueryByKeyRequest
@@ -3268,38 +3390,40 @@ var file_raftmq_proto_depIdxs = []int32{
 	19, // 21: raftmq.v1.RaftMQ.QueueOffsets:input_type -> raftmq.v1.QueueOffsetsRequest
 	21, // 22: raftmq.v1.RaftMQ.OffsetByTime:input_type -> raftmq.v1.OffsetByTimeRequest
 	23, // 23: raftmq.v1.RaftMQ.ListGroups:input_type -> raftmq.v1.ListGroupsRequest
-	26, // 24: raftmq.v1.RaftMQ.DescribeGroup:input_type -> raftmq.v1.DescribeGroupRequest
-	29, // 25: raftmq.v1.RaftMQ.CreateTopic:input_type -> raftmq.v1.CreateTopicRequest
-	35, // 26: raftmq.v1.RaftMQ.DescribeTopic:input_type -> raftmq.v1.DescribeTopicRequest
-	36, // 27: raftmq.v1.RaftMQ.ListTopics:input_type -> raftmq.v1.ListTopicsRequest
-	38, // 28: raftmq.v1.RaftMQ.DeleteTopic:input_type -> raftmq.v1.DeleteTopicRequest
-	31, // 29: raftmq.v1.RaftMQ.UpdateTopic:input_type -> raftmq.v1.UpdateTopicRequest
-	40, // 30: raftmq.v1.RaftMQ.Status:input_type -> raftmq.v1.StatusRequest
-	43, // 31: raftmq.v1.RaftMQ.Join:input_type -> raftmq.v1.JoinRequest
-	45, // 32: raftmq.v1.RaftMQ.Remove:input_type -> raftmq.v1.RemoveRequest
-	47, // 33: raftmq.v1.RaftMQ.Transfer:input_type -> raftmq.v1.TransferRequest
-	6,  // 34: raftmq.v1.RaftMQ.Send:output_type -> raftmq.v1.SendResponse
-	9,  // 35: raftmq.v1.RaftMQ.Pull:output_type -> raftmq.v1.PullResponse
-	13, // 36: raftmq.v1.RaftMQ.QueryByKey:output_type -> raftmq.v1.QueryMessagesResponse
-	13, // 37: raftmq.v1.RaftMQ.QueryByMsgID:output_type -> raftmq.v1.QueryMessagesResponse
-	13, // 38: raftmq.v1.RaftMQ.QueryByOffset:output_type -> raftmq.v1.QueryMessagesResponse
-	16, // 39: raftmq.v1.RaftMQ.CommitOffset:output_type -> raftmq.v1.CommitOffsetResponse
-	18, // 40: raftmq.v1.RaftMQ.QueryOffset:output_type -> raftmq.v1.QueryOffsetResponse
-	20, // 41: raftmq.v1.RaftMQ.QueueOffsets:output_type -> raftmq.v1.QueueOffsetsResponse
-	22, // 42: raftmq.v1.RaftMQ.OffsetByTime:output_type -> raftmq.v1.OffsetByTimeResponse
-	25, // 43: raftmq.v1.RaftMQ.ListGroups:output_type -> raftmq.v1.ListGroupsResponse
-	28, // 44: raftmq.v1.RaftMQ.DescribeGroup:output_type -> raftmq.v1.DescribeGroupResponse
-	30, // 45: raftmq.v1.RaftMQ.CreateTopic:output_type -> raftmq.v1.CreateTopicResponse
-	34, // 46: raftmq.v1.RaftMQ.DescribeTopic:output_type -> raftmq.v1.TopicInfo
-	37, // 47: raftmq.v1.RaftMQ.ListTopics:output_type -> raftmq.v1.ListTopicsResponse
-	39, // 48: raftmq.v1.RaftMQ.DeleteTopic:output_type -> raftmq.v1.DeleteTopicResponse
-	32, // 49: raftmq.v1.RaftMQ.UpdateTopic:output_type -> raftmq.v1.UpdateTopicResponse
-	42, // 50: raftmq.v1.RaftMQ.Status:output_type -> raftmq.v1.StatusResponse
-	44, // 51: raftmq.v1.RaftMQ.Join:output_type -> raftmq.v1.JoinResponse
-	46, // 52: raftmq.v1.RaftMQ.Remove:output_type -> raftmq.v1.RemoveResponse
-	48, // 53: raftmq.v1.RaftMQ.Transfer:output_type -> raftmq.v1.TransferResponse
-	34, // [34:54] is the sub-list for method output_type
-	14, // [14:34] is the sub-list for method input_type
+	28, // 24: raftmq.v1.RaftMQ.DescribeGroup:input_type -> raftmq.v1.DescribeGroupRequest
+	24, // 25: raftmq.v1.RaftMQ.JoinGroup:input_type -> raftmq.v1.JoinGroupRequest
+	31, // 26: raftmq.v1.RaftMQ.CreateTopic:input_type -> raftmq.v1.CreateTopicRequest
+	37, // 27: raftmq.v1.RaftMQ.DescribeTopic:input_type -> raftmq.v1.DescribeTopicRequest
+	38, // 28: raftmq.v1.RaftMQ.ListTopics:input_type -> raftmq.v1.ListTopicsRequest
+	40, // 29: raftmq.v1.RaftMQ.DeleteTopic:input_type -> raftmq.v1.DeleteTopicRequest
+	33, // 30: raftmq.v1.RaftMQ.UpdateTopic:input_type -> raftmq.v1.UpdateTopicRequest
+	42, // 31: raftmq.v1.RaftMQ.Status:input_type -> raftmq.v1.StatusRequest
+	45, // 32: raftmq.v1.RaftMQ.Join:input_type -> raftmq.v1.JoinRequest
+	47, // 33: raftmq.v1.RaftMQ.Remove:input_type -> raftmq.v1.RemoveRequest
+	49, // 34: raftmq.v1.RaftMQ.Transfer:input_type -> raftmq.v1.TransferRequest
+	6,  // 35: raftmq.v1.RaftMQ.Send:output_type -> raftmq.v1.SendResponse
+	9,  // 36: raftmq.v1.RaftMQ.Pull:output_type -> raftmq.v1.PullResponse
+	13, // 37: raftmq.v1.RaftMQ.QueryByKey:output_type -> raftmq.v1.QueryMessagesResponse
+	13, // 38: raftmq.v1.RaftMQ.QueryByMsgID:output_type -> raftmq.v1.QueryMessagesResponse
+	13, // 39: raftmq.v1.RaftMQ.QueryByOffset:output_type -> raftmq.v1.QueryMessagesResponse
+	16, // 40: raftmq.v1.RaftMQ.CommitOffset:output_type -> raftmq.v1.CommitOffsetResponse
+	18, // 41: raftmq.v1.RaftMQ.QueryOffset:output_type -> raftmq.v1.QueryOffsetResponse
+	20, // 42: raftmq.v1.RaftMQ.QueueOffsets:output_type -> raftmq.v1.QueueOffsetsResponse
+	22, // 43: raftmq.v1.RaftMQ.OffsetByTime:output_type -> raftmq.v1.OffsetByTimeResponse
+	27, // 44: raftmq.v1.RaftMQ.ListGroups:output_type -> raftmq.v1.ListGroupsResponse
+	30, // 45: raftmq.v1.RaftMQ.DescribeGroup:output_type -> raftmq.v1.DescribeGroupResponse
+	25, // 46: raftmq.v1.RaftMQ.JoinGroup:output_type -> raftmq.v1.JoinGroupResponse
+	32, // 47: raftmq.v1.RaftMQ.CreateTopic:output_type -> raftmq.v1.CreateTopicResponse
+	36, // 48: raftmq.v1.RaftMQ.DescribeTopic:output_type -> raftmq.v1.TopicInfo
+	39, // 49: raftmq.v1.RaftMQ.ListTopics:output_type -> raftmq.v1.ListTopicsResponse
+	41, // 50: raftmq.v1.RaftMQ.DeleteTopic:output_type -> raftmq.v1.DeleteTopicResponse
+	34, // 51: raftmq.v1.RaftMQ.UpdateTopic:output_type -> raftmq.v1.UpdateTopicResponse
+	44, // 52: raftmq.v1.RaftMQ.Status:output_type -> raftmq.v1.StatusResponse
+	46, // 53: raftmq.v1.RaftMQ.Join:output_type -> raftmq.v1.JoinResponse
+	48, // 54: raftmq.v1.RaftMQ.Remove:output_type -> raftmq.v1.RemoveResponse
+	50, // 55: raftmq.v1.RaftMQ.Transfer:output_type -> raftmq.v1.TransferResponse
+	35, // [35:56] is the sub-list for method output_type
+	14, // [14:35] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
 	14, // [14:14] is the sub-list for extension extendee
 	0,  // [0:14] is the sub-list for field type_name
@@ -3316,7 +3440,7 @@ func file_raftmq_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftmq_proto_rawDesc), len(file_raftmq_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   47,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

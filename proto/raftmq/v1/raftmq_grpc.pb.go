@@ -36,6 +36,7 @@ const (
 	RaftMQ_OffsetByTime_FullMethodName  = "/raftmq.v1.RaftMQ/OffsetByTime"
 	RaftMQ_ListGroups_FullMethodName    = "/raftmq.v1.RaftMQ/ListGroups"
 	RaftMQ_DescribeGroup_FullMethodName = "/raftmq.v1.RaftMQ/DescribeGroup"
+	RaftMQ_JoinGroup_FullMethodName     = "/raftmq.v1.RaftMQ/JoinGroup"
 	RaftMQ_CreateTopic_FullMethodName   = "/raftmq.v1.RaftMQ/CreateTopic"
 	RaftMQ_DescribeTopic_FullMethodName = "/raftmq.v1.RaftMQ/DescribeTopic"
 	RaftMQ_ListTopics_FullMethodName    = "/raftmq.v1.RaftMQ/ListTopics"
@@ -66,6 +67,11 @@ type RaftMQClient interface {
 	// CommitOffset, which may move an offset backwards.
 	ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error)
 	DescribeGroup(ctx context.Context, in *DescribeGroupRequest, opts ...grpc.CallOption) (*DescribeGroupResponse, error)
+	// JoinGroup is a consumer's heartbeat (served by the leader): the client
+	// is a live member of the group until it leaves or stops beating for
+	// the answer's expiry; the answer lists the live members, sorted, among
+	// which the members divide a topic's queues (RocketMQ's averaging).
+	JoinGroup(ctx context.Context, in *JoinGroupRequest, opts ...grpc.CallOption) (*JoinGroupResponse, error)
 	// Topics.
 	CreateTopic(ctx context.Context, in *CreateTopicRequest, opts ...grpc.CallOption) (*CreateTopicResponse, error)
 	DescribeTopic(ctx context.Context, in *DescribeTopicRequest, opts ...grpc.CallOption) (*TopicInfo, error)
@@ -197,6 +203,16 @@ func (c *raftMQClient) DescribeGroup(ctx context.Context, in *DescribeGroupReque
 	return out, nil
 }
 
+func (c *raftMQClient) JoinGroup(ctx context.Context, in *JoinGroupRequest, opts ...grpc.CallOption) (*JoinGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JoinGroupResponse)
+	err := c.cc.Invoke(ctx, RaftMQ_JoinGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *raftMQClient) CreateTopic(ctx context.Context, in *CreateTopicRequest, opts ...grpc.CallOption) (*CreateTopicResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CreateTopicResponse)
@@ -306,6 +322,11 @@ type RaftMQServer interface {
 	// CommitOffset, which may move an offset backwards.
 	ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error)
 	DescribeGroup(context.Context, *DescribeGroupRequest) (*DescribeGroupResponse, error)
+	// JoinGroup is a consumer's heartbeat (served by the leader): the client
+	// is a live member of the group until it leaves or stops beating for
+	// the answer's expiry; the answer lists the live members, sorted, among
+	// which the members divide a topic's queues (RocketMQ's averaging).
+	JoinGroup(context.Context, *JoinGroupRequest) (*JoinGroupResponse, error)
 	// Topics.
 	CreateTopic(context.Context, *CreateTopicRequest) (*CreateTopicResponse, error)
 	DescribeTopic(context.Context, *DescribeTopicRequest) (*TopicInfo, error)
@@ -359,6 +380,9 @@ func (UnimplementedRaftMQServer) ListGroups(context.Context, *ListGroupsRequest)
 }
 func (UnimplementedRaftMQServer) DescribeGroup(context.Context, *DescribeGroupRequest) (*DescribeGroupResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DescribeGroup not implemented")
+}
+func (UnimplementedRaftMQServer) JoinGroup(context.Context, *JoinGroupRequest) (*JoinGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method JoinGroup not implemented")
 }
 func (UnimplementedRaftMQServer) CreateTopic(context.Context, *CreateTopicRequest) (*CreateTopicResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateTopic not implemented")
@@ -606,6 +630,24 @@ func _RaftMQ_DescribeGroup_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RaftMQ_JoinGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JoinGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RaftMQServer).JoinGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RaftMQ_JoinGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RaftMQServer).JoinGroup(ctx, req.(*JoinGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _RaftMQ_CreateTopic_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateTopicRequest)
 	if err := dec(in); err != nil {
@@ -818,6 +860,10 @@ var RaftMQ_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DescribeGroup",
 			Handler:    _RaftMQ_DescribeGroup_Handler,
+		},
+		{
+			MethodName: "JoinGroup",
+			Handler:    _RaftMQ_JoinGroup_Handler,
 		},
 		{
 			MethodName: "CreateTopic",

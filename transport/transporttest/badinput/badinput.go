@@ -162,6 +162,18 @@ func Cases(l Limits) []Case {
 			_, err := c.DescribeGroup(ctx, &pb.DescribeGroupRequest{Group: "g", Topic: "a b"})
 			return err
 		}},
+		{Name: "joingroup/no group", Call: func(ctx context.Context, c pb.RaftMQClient) error {
+			_, err := c.JoinGroup(ctx, &pb.JoinGroupRequest{ClientId: "c"})
+			return err
+		}},
+		{Name: "joingroup/long client id", Call: func(ctx context.Context, c pb.RaftMQClient) error {
+			_, err := c.JoinGroup(ctx, &pb.JoinGroupRequest{Group: "g", ClientId: strings.Repeat("c", 256)})
+			return err
+		}},
+		{Name: "joingroup/leave without client id", Call: func(ctx context.Context, c pb.RaftMQClient) error {
+			_, err := c.JoinGroup(ctx, &pb.JoinGroupRequest{Group: "g", Leave: true})
+			return err
+		}},
 		{Name: "queueoffsets/bad queue", Call: func(ctx context.Context, c pb.RaftMQClient) error {
 			_, err := c.QueueOffsets(ctx, &pb.QueueOffsetsRequest{Topic: T, QueueId: -1})
 			return err
