@@ -115,7 +115,7 @@ func (b *Broker) pull(ctx context.Context, req *remoting.Command) *remoting.Comm
 	if _, ok := b.backend.Reader().Topic(p.topic); !ok && !strings.HasPrefix(p.topic, retryPrefix) {
 		return req.Response(remoting.CodeTopicNotExist, fmt.Sprintf("topic %s does not exist", p.topic))
 	}
-	if p.sysFlag&pullFlagCommitOffset != 0 && p.commitOffset >= 0 {
+	if p.sysFlag&pullFlagCommitOffset != 0 && p.commitOffset > 0 { // clients set the flag only with an offset
 		b.commitQuietly(ctx, store.OffsetCommit{Group: p.group, Topic: p.topic, QueueID: p.queue, Offset: p.commitOffset})
 	}
 	read, err := b.readPull(p)
