@@ -34,6 +34,10 @@ func (n *Node) establish() {
 		err := n.raft.Barrier(n.cfg.ApplyTimeout).Error()
 		if err == nil {
 			n.log.Info("leadership established", "barrier", time.Since(start), "term", n.raft.Stats()["term"])
+			if n.electedAlone {
+				n.electedAlone = false
+				n.restoreHeartbeat()
+			}
 			n.setReady(true)
 			n.announceSelf()
 			return

@@ -54,6 +54,7 @@ type Node struct {
 	remoting             remotingServers
 	brokerAddrs          brokerAddrs
 	groupMembers         *membership.Table[struct{}] // gRPC consumers, on the leader
+	electedAlone         bool                        // electAlone shortened the heartbeat timeout (restored on leading)
 
 	readyMu sync.Mutex
 	ready   chan struct{} // closed while leader and the barrier passed
@@ -221,8 +222,11 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("node: start raft: %w", err)
 	}
 	if !hasState {
-		return n.bootstrap()
+		if err := n.bootstrap(); err != nil {
+			return err
+		}
 	}
+	n.electedAlone = n.electAlone()
 	return nil
 }
 
