@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/raftmq/raftmq/dashboard"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -17,6 +18,9 @@ func (n *Node) httpHandler() http.Handler {
 	mux.HandleFunc("GET /healthz", n.handleHealthz)
 	mux.HandleFunc("GET /status", n.handleStatus)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{}))
+	// GET / and /api/: the web dashboard, reading through the node's own
+	// gRPC service (its forwarding and leader reads included).
+	dashboard.New(dashboard.Options{API: n.api, Metrics: n.metrics.reg, Logger: n.log.Named("dashboard")}).Register(mux)
 	// Profiling (CPU, heap, goroutines, mutex, block) for the bench and
 	// operators; the HTTP address is a management port, not the client API.
 	mux.HandleFunc("/debug/pprof/", pprof.Index)

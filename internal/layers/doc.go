@@ -4,7 +4,8 @@
 //	cmd/*, bench                      binaries and the benchmark
 //	internal/nodeproc, bench/ceiling  processes for tests and the bench
 //	node, client, transport/transporttest
-//	transport                         gRPC API server, leader forwarding
+//	transport, broker, dashboard      gRPC API server and leader forwarding; RocketMQ
+//	                                  remoting; the web dashboard
 //	node/snapstore                    Raft snapshot store
 //	fsm                               Raft FSM over the store
 //	store, verify                     the message store facade; the offline check

@@ -26,7 +26,7 @@ var layer = map[string]int{
 	"store":    5, "verify": 5,
 	"fsm":            6,
 	"node/snapstore": 7,
-	"transport":      8, "broker": 8,
+	"transport":      8, "broker": 8, "dashboard": 8,
 	"node": 9, "client": 9, "transport/transporttest": 9,
 	"internal/nodeproc": 10, "bench/ceiling": 10,
 	"bench": 11, "cmd/node": 11, "cmd/raftmq": 11, "cmd/lossyfs": 11,
