@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,16 +44,43 @@ type browser struct {
 	shot string // screenshot dir
 }
 
-func newBrowser(t *testing.T, ctx context.Context, exe string) *browser {
+func newBrowser(t *testing.T, exe string) *browser {
 	t.Helper()
+	// The browser runs in its own process group, which the cleanup kills
+	// whole (zygotes and renderers included): a test binary that exits
+	// right after the test must not leave Chromium behind.
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.WindowSize(1280, 1000))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+		chromedp.WindowSize(1280, 1000), chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+			if cmd.SysProcAttr == nil {
+				cmd.SysProcAttr = &syscall.SysProcAttr{}
+			}
+			cmd.SysProcAttr.Setpgid = true
+			cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+		}))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	tab, cancelTab := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() { cancelTab(); cancelAlloc() })
 	if err := chromedp.Run(tab); err != nil { // starts the browser
+		cancelTab()
+		cancelAlloc()
 		t.Fatalf("start %s: %v", exe, err)
 	}
+	proc := chromedp.FromContext(tab).Browser.Process()
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+		if proc == nil {
+			return
+		}
+		_ = syscall.Kill(-proc.Pid, syscall.SIGKILL)
+		deadline := time.Now().Add(10 * time.Second)
+		for syscall.Kill(-proc.Pid, 0) == nil { // until no process of the group is left
+			if time.Now().After(deadline) {
+				t.Errorf("chromium process group %d still alive 10 s after SIGKILL", proc.Pid)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
 	dir := os.Getenv(screenshotDirEnv)
 	if dir == "" {
 		dir = t.TempDir()
@@ -303,7 +331,7 @@ func TestDashboard(t *testing.T) {
 	view := (leader + 1) % len(c.Nodes) // a follower's dashboard
 	viewSpec := c.Nodes[view].Spec()
 	base := "http://" + viewSpec.HTTPAddr
-	b := newBrowser(t, ctx, exe)
+	b := newBrowser(t, exe)
 
 	// Cluster page, on a follower.
 	b.open(base + "/#cluster")
