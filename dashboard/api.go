@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -96,29 +97,23 @@ func (d *Dashboard) getMessages(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	topic := q.Get("topic")
 	var (
-		msgs []*pb.StoredMessage
-		err  error
+		res *pb.QueryMessagesResponse
+		err error
 	)
 	switch {
 	case q.Get("msgId") != "":
-		var res *pb.QueryMessagesResponse
 		res, err = d.api.QueryByMsgID(ctx, &pb.QueryByMsgIDRequest{Topic: topic, MsgId: q.Get("msgId")})
-		msgs = res.GetMessages()
 	case q.Get("key") != "":
-		var res *pb.QueryMessagesResponse
 		res, err = d.api.QueryByKey(ctx, &pb.QueryByKeyRequest{Topic: topic, Key: q.Get("key"), MaxMessages: maxLookup})
-		msgs = res.GetMessages()
 	case q.Get("phy") != "":
-		var phy int64
-		if phy, err = strconv.ParseInt(q.Get("phy"), 10, 64); err != nil {
-			writeError(w, badf("phy %q is not an offset", q.Get("phy")))
-			return
+		phy, perr := strconv.ParseInt(q.Get("phy"), 10, 64)
+		if perr != nil {
+			err = badf("phy %q is not an offset", q.Get("phy"))
+			break
 		}
-		var res *pb.QueryMessagesResponse
 		res, err = d.api.QueryByOffset(ctx, &pb.QueryByOffsetRequest{PhysicalOffset: phy})
-		msgs = res.GetMessages()
 	case q.Get("offset") != "":
-		msgs, err = d.messageAt(ctx, topic, q.Get("queue"), q.Get("offset"))
+		res, err = d.messageAt(ctx, topic, q.Get("queue"), q.Get("offset"))
 	default:
 		err = badf("look up by msgId, by key and topic, by topic, queue and offset, or by phy")
 	}
@@ -126,11 +121,11 @@ func (d *Dashboard) getMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, &pb.QueryMessagesResponse{Messages: msgs})
+	writeJSON(w, &pb.QueryMessagesResponse{Messages: res.GetMessages()})
 }
 
 // messageAt reads the message at a queue offset.
-func (d *Dashboard) messageAt(ctx context.Context, topic, queue, offset string) ([]*pb.StoredMessage, error) {
+func (d *Dashboard) messageAt(ctx context.Context, topic, queue, offset string) (*pb.QueryMessagesResponse, error) {
 	qid, err := strconv.ParseInt(queue, 10, 32)
 	if err != nil {
 		return nil, badf("queue %q is not a queue id", queue)
@@ -148,7 +143,7 @@ func (d *Dashboard) messageAt(ctx context.Context, topic, queue, offset string) 
 		return nil, badf("no message at %s/%d offset %d (%s; queue holds [%d, %d))",
 			topic, qid, off, res.GetStatus(), res.GetMinOffset(), res.GetMaxOffset())
 	}
-	return msgs[:1], nil
+	return &pb.QueryMessagesResponse{Messages: msgs[:1]}, nil
 }
 
 // metricsJSON is what the live charts are fed: this node's counters at
@@ -246,40 +241,40 @@ type createTopicJSON struct {
 	Queues int32  `json:"queues"`
 }
 
-func (d *Dashboard) createTopic(w http.ResponseWriter, r *http.Request) {
-	var req createTopicJSON
-	if err := decodeAdmin(r, &req); err != nil {
-		writeError(w, err)
-		return
+// adminAction decodes an admin POST's body into a fresh T, runs act under
+// the call timeout, logs what it did (what, the request, the caller) and
+// answers act's result.
+func adminAction[T any](d *Dashboard, what string, act func(context.Context, *T) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req T
+		if err := decodeAdmin(r, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+		ctx, cancel := d.ctx(r)
+		defer cancel()
+		out, err := act(ctx, &req)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		d.log.Info("dashboard: "+what, "request", fmt.Sprintf("%+v", req), "from", r.RemoteAddr)
+		writeJSON(w, out)
 	}
-	ctx, cancel := d.ctx(r)
-	defer cancel()
-	if _, err := d.api.CreateTopic(ctx, &pb.CreateTopicRequest{Name: req.Name, Queues: req.Queues}); err != nil {
-		writeError(w, err)
-		return
-	}
-	d.log.Info("dashboard: topic created", "topic", req.Name, "queues", req.Queues, "from", r.RemoteAddr)
-	writeJSON(w, map[string]string{"created": req.Name})
+}
+
+func (d *Dashboard) createTopic(ctx context.Context, req *createTopicJSON) (any, error) {
+	_, err := d.api.CreateTopic(ctx, &pb.CreateTopicRequest{Name: req.Name, Queues: req.Queues})
+	return map[string]string{"created": req.Name}, err
 }
 
 type nameJSON struct {
 	Name string `json:"name"`
 }
 
-func (d *Dashboard) deleteTopic(w http.ResponseWriter, r *http.Request) {
-	var req nameJSON
-	if err := decodeAdmin(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	ctx, cancel := d.ctx(r)
-	defer cancel()
-	if _, err := d.api.DeleteTopic(ctx, &pb.DeleteTopicRequest{Name: req.Name}); err != nil {
-		writeError(w, err)
-		return
-	}
-	d.log.Info("dashboard: topic deleted", "topic", req.Name, "from", r.RemoteAddr)
-	writeJSON(w, map[string]string{"deleted": req.Name})
+func (d *Dashboard) deleteTopic(ctx context.Context, req *nameJSON) (any, error) {
+	_, err := d.api.DeleteTopic(ctx, &pb.DeleteTopicRequest{Name: req.Name})
+	return map[string]string{"deleted": req.Name}, err
 }
 
 // resetJSON resets a group's offsets in a topic: to "earliest" or
@@ -292,14 +287,7 @@ type resetJSON struct {
 	Offset  int64  `json:"offset"`
 }
 
-func (d *Dashboard) resetGroup(w http.ResponseWriter, r *http.Request) {
-	var req resetJSON
-	if err := decodeAdmin(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	ctx, cancel := d.ctx(r)
-	defer cancel()
+func (d *Dashboard) resetGroup(ctx context.Context, req *resetJSON) (any, error) {
 	var commits []*pb.OffsetCommit
 	switch req.To {
 	case "offset":
@@ -307,8 +295,7 @@ func (d *Dashboard) resetGroup(w http.ResponseWriter, r *http.Request) {
 	case "earliest", "latest":
 		info, err := d.api.DescribeTopic(ctx, &pb.DescribeTopicRequest{Name: req.Topic})
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		for _, q := range info.GetQueueOffsets() {
 			off := q.GetMinOffset()
@@ -318,33 +305,17 @@ func (d *Dashboard) resetGroup(w http.ResponseWriter, r *http.Request) {
 			commits = append(commits, &pb.OffsetCommit{Group: req.Group, Topic: req.Topic, QueueId: q.GetQueueId(), Offset: off})
 		}
 	default:
-		writeError(w, badf(`to must be "earliest", "latest" or "offset", got %q`, req.To))
-		return
+		return nil, badf(`to must be "earliest", "latest" or "offset", got %q`, req.To)
 	}
-	if _, err := d.api.CommitOffset(ctx, &pb.CommitOffsetRequest{Commits: commits}); err != nil {
-		writeError(w, err)
-		return
-	}
-	d.log.Info("dashboard: group offsets reset", "group", req.Group, "topic", req.Topic, "to", req.To, "queues", len(commits), "from", r.RemoteAddr)
-	writeJSON(w, map[string]int{"queues": len(commits)})
+	_, err := d.api.CommitOffset(ctx, &pb.CommitOffsetRequest{Commits: commits})
+	return map[string]int{"queues": len(commits)}, err
 }
 
 type transferJSON struct {
 	ID string `json:"id"`
 }
 
-func (d *Dashboard) transfer(w http.ResponseWriter, r *http.Request) {
-	var req transferJSON
-	if err := decodeAdmin(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	ctx, cancel := d.ctx(r)
-	defer cancel()
-	if _, err := d.api.Transfer(ctx, &pb.TransferRequest{Id: req.ID}); err != nil {
-		writeError(w, err)
-		return
-	}
-	d.log.Info("dashboard: leadership transferred", "to", req.ID, "from", r.RemoteAddr)
-	writeJSON(w, map[string]string{"transferred": req.ID})
+func (d *Dashboard) transfer(ctx context.Context, req *transferJSON) (any, error) {
+	_, err := d.api.Transfer(ctx, &pb.TransferRequest{Id: req.ID})
+	return map[string]string{"transferred": req.ID}, err
 }

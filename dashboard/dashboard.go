@@ -89,10 +89,10 @@ func (d *Dashboard) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/groups", d.getGroups)
 	mux.HandleFunc("GET /api/messages", d.getMessages)
 	mux.HandleFunc("GET /api/metrics", d.getMetrics)
-	mux.HandleFunc("POST /api/topics", d.createTopic)
-	mux.HandleFunc("POST /api/topics/delete", d.deleteTopic)
-	mux.HandleFunc("POST /api/groups/reset", d.resetGroup)
-	mux.HandleFunc("POST /api/transfer", d.transfer)
+	mux.Handle("POST /api/topics", adminAction(d, "topic created", d.createTopic))
+	mux.Handle("POST /api/topics/delete", adminAction(d, "topic deleted", d.deleteTopic))
+	mux.Handle("POST /api/groups/reset", adminAction(d, "group offsets reset", d.resetGroup))
+	mux.Handle("POST /api/transfer", adminAction(d, "leadership transferred", d.transfer))
 }
 
 func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {

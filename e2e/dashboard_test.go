@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/nodeproc"
 	"github.com/raftmq/raftmq/internal/testenv"
 )
 
@@ -271,17 +270,8 @@ func checkGroup(ctx context.Context, cl *client.Client, group string, v *groupVi
 }
 
 // scrapeCounter reads one unlabelled counter from a node's /metrics.
-func scrapeCounter(ctx context.Context, httpAddr, name string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
+func scrapeCounter(ctx context.Context, p *nodeproc.Proc, name string) (float64, error) {
+	body, err := p.Get(ctx, "/metrics")
 	if err != nil {
 		return 0, err
 	}
@@ -290,7 +280,7 @@ func scrapeCounter(ctx context.Context, httpAddr, name string) (float64, error) 
 			return strconv.ParseFloat(strings.TrimSpace(v), 64)
 		}
 	}
-	return 0, fmt.Errorf("%s not in %s/metrics", name, httpAddr)
+	return 0, fmt.Errorf("%s not in %s's /metrics", name, p.Spec().ID)
 }
 
 // TestDashboard drives the web dashboard in headless Chromium against a
@@ -429,7 +419,7 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("the load stored nothing (failed %d)", len(sent.failed))
 	}
 	if got, err := until(ctx, b, liveExpr, func(v liveView) error {
-		n, err := scrapeCounter(ctx, leaderSpec.HTTPAddr, "raftmq_store_messages_total")
+		n, err := scrapeCounter(ctx, c.Nodes[leader], "raftmq_store_messages_total")
 		if err != nil {
 			return err
 		}
