@@ -14,7 +14,8 @@
 //	commitlog                         the log of message records
 //	mmap, wire, meta, internal/lossyfs  mapped files; the client-server contract;
 //	                                  store metadata and admin commands; the lossy test file system
-//	vfs, proto, message, remoting, internal leaves  imported by anything
+//	vfs, proto, message, remoting, tlsconf, auth,
+//	internal leaves                   imported by anything
 //
 // A package may import only packages of a lower layer (never one of its own
 // layer, never one above). Test files are exempt: tests may drive a package
