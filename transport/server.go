@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/raftmq/raftmq/auth"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -28,8 +30,15 @@ type ServerOptions struct {
 	ForwardDialOptions []grpc.DialOption
 	// Now is the clock for defaulted born timestamps; default time.Now.
 	Now func() time.Time
-	// GRPC are extra gRPC server options (the node's metrics interceptors).
+	// GRPC are extra gRPC server options (the node's metrics interceptors,
+	// its TLS credentials).
 	GRPC []grpc.ServerOption
+	// Auth, when set, authenticates every RPC (bearer token or verified
+	// client certificate) and authorizes it by its request (see needs);
+	// the health service stays open.
+	Auth *auth.Authenticator
+	// Quotas are the per-client limits (zero: none).
+	Quotas Quotas
 }
 
 func (o *ServerOptions) defaults() {
@@ -62,6 +71,7 @@ type Server struct {
 	fwd    *forwarder
 	rr     atomic.Uint32 // round-robin queue choice for queue_id -1
 	pulled topicCounts   // messages answered by Pull, per topic
+	guard  guard
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -82,7 +92,11 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 		fwd:    newForwarder(opts.ForwardDialOptions),
 		stop:   make(chan struct{}),
 	}
-	s.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize), grpc.MaxSendMsgSize(max(opts.MaxRecvMsgSize, wire.MaxResponseBytes)),
+	s.guard = guard{s: s, auth: opts.Auth}
+	if opts.Quotas.Enabled() {
+		s.guard.quotas = newQuotas(opts.Quotas, opts.Now)
+	}
+	s.grpc = grpc.NewServer(append(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize), grpc.MaxSendMsgSize(max(opts.MaxRecvMsgSize, wire.MaxResponseBytes)),
 		grpc.ForceServerCodecV2(newPullCodec()),
 		// Pull answers are ~1 MiB: write them in fewer, larger syscalls.
 		grpc.WriteBufferSize(512 << 10),
@@ -100,7 +114,9 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 		// of 4 producers x 500 single 1 KiB sends). When every worker is
 		// busy (Sends waiting for their entry, long polls), gRPC starts a
 		// goroutine as before.
-		grpc.NumStreamWorkers(streamWorkers)}, opts.GRPC...)...)
+		grpc.NumStreamWorkers(streamWorkers)}, opts.GRPC...),
+		// After the metrics interceptors: refusals are counted too.
+		grpc.ChainUnaryInterceptor(s.guard.unary), grpc.ChainStreamInterceptor(s.guard.stream))...)
 	pb.RegisterRaftMQServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)

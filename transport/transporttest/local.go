@@ -155,7 +155,10 @@ type Server struct {
 }
 
 // Start opens a Local backend in dir and serves it on a loopback port.
-func Start(dir string) (*Server, error) {
+func Start(dir string) (*Server, error) { return StartWith(dir, transport.ServerOptions{}) }
+
+// StartWith is Start with server options (auth, quotas, credentials).
+func StartWith(dir string, opts transport.ServerOptions) (*Server, error) {
 	b, err := OpenLocal(dir)
 	if err != nil {
 		return nil, err
@@ -166,7 +169,7 @@ func Start(dir string) (*Server, error) {
 		return nil, err
 	}
 	b.SetAPIAddr(lis.Addr().String())
-	s := &Server{Addr: lis.Addr().String(), Backend: b, srv: transport.NewServer(b, transport.ServerOptions{}), done: make(chan error, 1)}
+	s := &Server{Addr: lis.Addr().String(), Backend: b, srv: transport.NewServer(b, opts), done: make(chan error, 1)}
 	go func() { s.done <- s.srv.Serve(lis) }()
 	return s, nil
 }
@@ -182,7 +185,13 @@ func (s *Server) Close() error {
 // StartT is Start for a test: a temp dir, Fatal on error, Close at cleanup.
 func StartT(t testing.TB) *Server {
 	t.Helper()
-	s, err := Start(t.TempDir())
+	return StartTWith(t, transport.ServerOptions{})
+}
+
+// StartTWith is StartT with server options.
+func StartTWith(t testing.TB, opts transport.ServerOptions) *Server {
+	t.Helper()
+	s, err := StartWith(t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,3 +202,6 @@ func StartT(t testing.TB) *Server {
 	})
 	return s
 }
+
+// GuardStats are the server's refusal counters.
+func (s *Server) GuardStats() transport.GuardStats { return s.srv.GuardStats() }
