@@ -39,12 +39,12 @@ type remotingServers struct {
 func (n *Node) listenRemoting() error {
 	var err error
 	if n.cfg.RemotingAddr != "" {
-		if n.remoting.brokerLis, err = net.Listen("tcp", n.cfg.RemotingAddr); err != nil {
+		if n.remoting.brokerLis, err = n.sec.listen(n.cfg.RemotingAddr); err != nil {
 			return fmt.Errorf("node: remoting listen: %w", err)
 		}
 	}
 	if n.cfg.NamesrvAddr != "" {
-		if n.remoting.nsLis, err = net.Listen("tcp", n.cfg.NamesrvAddr); err != nil {
+		if n.remoting.nsLis, err = n.sec.listen(n.cfg.NamesrvAddr); err != nil {
 			return fmt.Errorf("node: name-server listen: %w", err)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/raftmq/raftmq/store"
+	"github.com/raftmq/raftmq/tlsconf"
+	"github.com/raftmq/raftmq/transport"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -110,6 +112,17 @@ type GroupCommit struct {
 	QueueWait        time.Duration `toml:"queue_wait"`
 }
 
+// Limits are the per-client quotas (the [limits] table; 0 turns one off).
+// A client is a principal with --auth-file, else a peer IP address.
+type Limits struct {
+	ProduceMessagesPerSecond float64 `toml:"produce_messages_per_second"`
+	ProduceBytesPerSecond    float64 `toml:"produce_bytes_per_second"`
+	LongPollsPerConnection   int     `toml:"long_polls_per_connection"`
+	MaxTopics                int     `toml:"max_topics"`
+	// MaxRequestBytes bounds one gRPC request (default 64 MiB).
+	MaxRequestBytes int `toml:"max_request_bytes"`
+}
+
 // Config of one node. DefaultConfig fills every field; cmd/node loads it
 // with Load (defaults → file → env → flags).
 type Config struct {
@@ -126,6 +139,17 @@ type Config struct {
 	Peers        PeerList `toml:"peers"`
 	Join         string   `toml:"join"` // API address of any member
 	LogLevel     string   `toml:"log_level"`
+
+	// TLSCert, TLSKey and TLSCA turn on TLS on every listener (API, HTTP,
+	// remoting) and mutual TLS on the Raft port and between nodes; all
+	// three or none. SIGHUP reloads them.
+	TLSCert string `toml:"tls_cert"`
+	TLSKey  string `toml:"tls_key"`
+	TLSCA   string `toml:"tls_ca"`
+	// AuthFile turns on authentication and ACLs (package auth describes
+	// the file); SIGHUP reloads it.
+	AuthFile string `toml:"auth_file"`
+	Limits   Limits `toml:"limits"`
 
 	Store       store.Config `toml:"store"` // Dir defaults to <Dir>/store
 	Raft        RaftConfig   `toml:"raft"`
@@ -194,7 +218,7 @@ func (c *Config) storeConfig() store.Config {
 
 // Validate reports the first problem with c in words a user can act on.
 func (c *Config) Validate() error {
-	for _, check := range []func() error{c.validateIdentity, c.validateMembership, c.validateRaft, c.validateGroupCommit} {
+	for _, check := range []func() error{c.validateIdentity, c.validateMembership, c.validateRaft, c.validateGroupCommit, c.validateSecurity} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -309,4 +333,27 @@ func (c *Config) validateGroupCommit() error {
 		return bad("catch_up_timeout must be > 0")
 	}
 	return nil
+}
+
+func (c *Config) validateSecurity() error {
+	if err := c.tlsFiles().Check(); err != nil {
+		return bad("%v", err)
+	}
+	l := c.Limits
+	if l.ProduceMessagesPerSecond < 0 || l.ProduceBytesPerSecond < 0 || l.LongPollsPerConnection < 0 || l.MaxTopics < 0 || l.MaxRequestBytes < 0 {
+		return bad("[limits] values must not be negative")
+	}
+	if l.MaxRequestBytes != 0 && l.MaxRequestBytes < 64<<10 {
+		return bad("[limits] max_request_bytes %d is below 64 KiB", l.MaxRequestBytes)
+	}
+	return nil
+}
+
+func (l Limits) quotas() transport.Quotas {
+	return transport.Quotas{ProduceMessagesPerSecond: l.ProduceMessagesPerSecond, ProduceBytesPerSecond: l.ProduceBytesPerSecond,
+		LongPollsPerConnection: l.LongPollsPerConnection, MaxTopics: l.MaxTopics}
+}
+
+func (c *Config) tlsFiles() tlsconf.Files {
+	return tlsconf.Files{Cert: c.TLSCert, Key: c.TLSKey, CA: c.TLSCA}
 }

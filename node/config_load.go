@@ -32,6 +32,10 @@ var options = []option{
 	{flag: "remoting-addr", usage: `RocketMQ broker protocol address ("" turns it off)`, set: str(func(c *Config) *string { return &c.RemotingAddr })},
 	{flag: "namesrv-addr", usage: `RocketMQ name-server protocol address ("" turns it off)`, set: str(func(c *Config) *string { return &c.NamesrvAddr })},
 	{flag: "join", usage: "API address of a member to join through", set: str(func(c *Config) *string { return &c.Join })},
+	{flag: "tls-cert", usage: "PEM certificate of this node (TLS on every port, with --tls-key and --tls-ca)", set: str(func(c *Config) *string { return &c.TLSCert })},
+	{flag: "tls-key", usage: "PEM private key of --tls-cert", set: str(func(c *Config) *string { return &c.TLSKey })},
+	{flag: "tls-ca", usage: "PEM CA bundle of the cluster: peers and client certificates must chain to it", set: str(func(c *Config) *string { return &c.TLSCA })},
+	{flag: "auth-file", usage: "auth file: tokens, certificate names, RocketMQ keys and their roles (turns on authentication)", set: str(func(c *Config) *string { return &c.AuthFile })},
 	{flag: "log-level", usage: "trace, debug, info, warn, error", set: str(func(c *Config) *string { return &c.LogLevel })},
 	{flag: "peers", usage: "static members id=raftaddr,... (with --bootstrap)", set: func(c *Config, v string) error {
 		return c.Peers.UnmarshalText([]byte(v))

@@ -20,14 +20,18 @@ func (n *Node) httpHandler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{}))
 	// GET / and /api/: the web dashboard, reading through the node's own
 	// gRPC service (its forwarding and leader reads included).
-	dashboard.New(dashboard.Options{API: n.api, Metrics: n.metrics.reg, Logger: n.log.Named("dashboard")}).Register(mux)
+	// With --auth-file the dashboard and pprof need the admin role
+	// (security.requireAdmin); /healthz, /status and /metrics stay open.
+	admin := http.NewServeMux()
+	dashboard.New(dashboard.Options{API: n.api, Metrics: n.metrics.reg, Logger: n.log.Named("dashboard")}).Register(admin)
 	// Profiling (CPU, heap, goroutines, mutex, block) for the bench and
 	// operators; the HTTP address is a management port, not the client API.
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	admin.HandleFunc("/debug/pprof/", pprof.Index)
+	admin.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	admin.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	admin.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	admin.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/", n.sec.requireAdmin(admin))
 	return mux
 }
 

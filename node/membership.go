@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/raftmq/raftmq/fsm"
@@ -106,7 +105,7 @@ func (n *Node) waitCaughtUp(ctx context.Context, apiAddr string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.CatchUpTimeout)
 	defer cancel()
-	conn, err := grpc.NewClient(apiAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(apiAddr, n.sec.peerDialOptions()...)
 	if err != nil {
 		return fmt.Errorf("node: dial joiner %s: %w", apiAddr, err)
 	}
@@ -211,7 +210,7 @@ func (n *Node) joinVia(target string) error {
 		}
 	}()
 	defer func() { cancel(); <-watched }() // the watcher ends before we return
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(target, n.sec.peerDialOptions()...)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/raftmq/raftmq/auth"
 	"github.com/raftmq/raftmq/fsm"
 	"github.com/raftmq/raftmq/membership"
 	"github.com/raftmq/raftmq/message"
@@ -35,6 +36,7 @@ type Node struct {
 	fsm   *fsm.FSM
 	raft  *raft.Raft
 	bolt  RaftStore // raft-boltdb by default (Raft.LogStore)
+	sec   security  // TLS material and auth policy (security.go)
 	trans *RaftTransport
 	snaps *snapstore.Store
 
@@ -85,6 +87,14 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.log = n.log.With("node", cfg.ID)
 	n.host = hostPort(cfg.APIAddr)
+	var err error
+	if n.sec, err = openSecurity(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.AuthFile != "" && auth.ReadableByOthers(cfg.AuthFile) {
+		n.log.Warn("the auth file can be read by other users: it holds the node token and RocketMQ secret keys", "file", cfg.AuthFile)
+	}
+	n.peers.dialOpts = n.sec.peerDialOptions()
 	if err := n.open(); err != nil {
 		_ = n.Close()
 		return nil, err
@@ -209,7 +219,8 @@ func (n *Node) openRaft() error {
 		return err
 	}
 	n.seedMembers()
-	n.trans, err = NewRaftTransport(n.cfg, newPeerLogger(n.log.Named("raft-net")))
+	serverTLS, clientTLS := n.sec.raftTLS()
+	n.trans, err = NewRaftTransportTLS(n.cfg, newPeerLogger(n.log.Named("raft-net")), serverTLS, clientTLS)
 	if err != nil {
 		return fmt.Errorf("node: raft transport on %s: %w", n.cfg.RaftAddr, err)
 	}
@@ -277,14 +288,15 @@ func (n *Node) startServers() error {
 	if n.apiLis, err = net.Listen("tcp", n.cfg.APIAddr); err != nil {
 		return fmt.Errorf("node: api listen: %w", err)
 	}
-	if n.httpLis, err = net.Listen("tcp", n.cfg.HTTPAddr); err != nil {
+	if n.httpLis, err = n.sec.listen(n.cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("node: http listen: %w", err)
 	}
 	if err := n.listenRemoting(); err != nil {
 		return err
 	}
 	n.api = transport.NewServer(n, transport.ServerOptions{Logger: n.log, MaxMessageSize: n.cfg.storeConfig().MaxMessageSize,
-		GRPC: n.metrics.grpcServerOptions()})
+		MaxRecvMsgSize: n.cfg.Limits.MaxRequestBytes, GRPC: append(n.metrics.grpcServerOptions(), n.sec.serverOptions()...),
+		ForwardDialOptions: n.sec.peerDialOptions(), Auth: n.sec.auth, Quotas: n.cfg.Limits.quotas()})
 	n.metrics.grpc.InitializeMetrics(n.api)
 	n.httpSrv = &http.Server{Handler: n.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
 	n.goroutine(func() {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 )
@@ -36,6 +35,8 @@ type peerDisks struct {
 	mu      sync.Mutex
 	reports map[string]diskReport // by server ID
 	conns   map[string]*grpc.ClientConn
+	// dialOpts dial a peer's API (security.peerDialOptions).
+	dialOpts []grpc.DialOption
 }
 
 func newPeerDisks() *peerDisks {
@@ -105,7 +106,7 @@ func (p *peerDisks) conn(addr string) (*grpc.ClientConn, error) {
 	if cc, ok := p.conns[addr]; ok {
 		return cc, nil
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(addr, p.dialOpts...)
 	if err != nil {
 		return nil, err
 	}

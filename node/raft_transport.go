@@ -2,6 +2,7 @@ package node
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -104,12 +105,19 @@ const rpcAppendEntries uint8 = 0
 // Buffer sizes as NetworkTransport's (connSendBufferSize).
 const pipelineSendBuffer = 256 << 10
 
-// NewRaftTransport listens on cfg.RaftAddr.
+// NewRaftTransport listens on cfg.RaftAddr in plain TCP.
 func NewRaftTransport(cfg Config, logger hclog.Logger) (*RaftTransport, error) {
+	return NewRaftTransportTLS(cfg, logger, nil, nil)
+}
+
+// NewRaftTransportTLS listens on cfg.RaftAddr; with server and client set
+// every connection is TLS: accepted ones with server (which should require
+// a client certificate), dialed ones with client (see raftStream).
+func NewRaftTransportTLS(cfg Config, logger hclog.Logger, server, client *tls.Config) (*RaftTransport, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	stream, err := listenRaft(cfg.RaftAddr)
+	stream, err := listenRaft(cfg.RaftAddr, server, client)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +137,11 @@ func NewRaftTransport(cfg Config, logger hclog.Logger) (*RaftTransport, error) {
 		stats:            make(map[raft.ServerAddress]*pipelineCounters),
 	}, nil
 }
+
+// TLSHandshakeFailures counts the Raft connections, dialed or accepted,
+// whose TLS handshake failed (a peer without a certificate of the cluster
+// CA, or one that refuses ours).
+func (t *RaftTransport) TLSHandshakeFailures() uint64 { return t.stream.handshakeFailures.Load() }
 
 // AppendEntriesPipeline opens a pipeline to target on a new connection, or
 // returns raft.ErrPipelineReplicationNotSupported when MaxRPCsInFlight < 2.
@@ -444,13 +457,21 @@ func (f *appendFuture) Response() *raft.AppendEntriesResponse { return f.resp }
 // until its deadline, and each accepted connection's handler would live on
 // until the peer hangs up.
 type raftStream struct {
-	lis    *net.TCPListener
+	lis *net.TCPListener
+	// serverTLS and clientTLS, when set, make every accepted and dialed
+	// connection mutual TLS; handshakeFailures counts those that failed.
+	serverTLS, clientTLS *tls.Config
+	handshakeFailures    atomic.Uint64
+
 	mu     sync.Mutex
 	closed bool
 	conns  map[*streamConn]struct{}
 }
 
-func listenRaft(addr string) (*raftStream, error) {
+// tlsHandshakeTimeout bounds an accepted connection's TLS handshake.
+const tlsHandshakeTimeout = 10 * time.Second
+
+func listenRaft(addr string, serverTLS, clientTLS *tls.Config) (*raftStream, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
@@ -461,24 +482,41 @@ func listenRaft(addr string) (*raftStream, error) {
 		_ = l.Close()
 		return nil, fmt.Errorf("%w: raft address %s is not advertisable", ErrConfig, addr)
 	}
-	return &raftStream{lis: tl, conns: make(map[*streamConn]struct{})}, nil
+	return &raftStream{lis: tl, serverTLS: serverTLS, clientTLS: clientTLS, conns: make(map[*streamConn]struct{})}, nil
 }
 
-// Dial implements raft.StreamLayer.
+// Dial implements raft.StreamLayer. With TLS the handshake completes here,
+// so a peer whose certificate is refused (or that refuses ours) fails the
+// dial: Raft sees an unreachable follower and sends it nothing.
 func (s *raftStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	c, err := net.DialTimeout("tcp", string(address), timeout)
 	if err != nil {
 		return nil, err
 	}
+	if s.clientTLS != nil {
+		tc := tls.Client(c, s.clientTLS)
+		_ = tc.SetDeadline(time.Now().Add(timeout))
+		if err := tc.Handshake(); err != nil {
+			s.handshakeFailures.Add(1)
+			_ = c.Close()
+			return nil, fmt.Errorf("node: raft TLS handshake with %s: %w", address, err)
+		}
+		_ = tc.SetDeadline(time.Time{})
+		c = tc
+	}
 	return s.track(c, false)
 }
 
-// Accept implements net.Listener.
+// Accept implements net.Listener. A TLS connection's handshake runs on its
+// first Read (on NetworkTransport's handler goroutine, not the accept loop).
 func (s *raftStream) Accept() (net.Conn, error) {
 	for {
 		c, err := s.lis.Accept()
 		if err != nil {
 			return nil, err
+		}
+		if s.serverTLS != nil {
+			c = tls.Server(c, s.serverTLS)
 		}
 		if tc, err := s.track(c, true); err == nil {
 			return tc, nil
@@ -517,14 +555,30 @@ func (s *raftStream) Addr() net.Addr { return s.lis.Addr() }
 
 type streamConn struct {
 	net.Conn
-	s        *raftStream
-	accepted bool
+	s         *raftStream
+	accepted  bool
+	handshake sync.Once
+	hsErr     error
 }
 
 // Read reports a read that failed because the stream was closed as io.EOF
 // on an accepted connection: NetworkTransport's handler then ends quietly,
 // as when the peer hangs up, instead of logging an error per connection.
+// An accepted TLS connection first completes its handshake, bounded by
+// tlsHandshakeTimeout, and counts a failure.
 func (c *streamConn) Read(p []byte) (int, error) {
+	if tc, ok := c.Conn.(*tls.Conn); ok && c.accepted {
+		c.handshake.Do(func() {
+			_ = tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+			if c.hsErr = tc.Handshake(); c.hsErr != nil {
+				c.s.handshakeFailures.Add(1)
+			}
+			_ = tc.SetDeadline(time.Time{})
+		})
+		if c.hsErr != nil {
+			return 0, c.hsErr
+		}
+	}
 	n, err := c.Conn.Read(p)
 	if err != nil && c.accepted && c.s.isClosed() {
 		err = io.EOF

@@ -40,9 +40,28 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	reloadOnHangup(ctx, n)
 	if err := n.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "raftmq-node:", err)
 		return 1
 	}
 	return 0
+}
+
+// reloadOnHangup reloads the TLS files and the auth file on each SIGHUP
+// until ctx ends (the node logs the outcome; a failed reload keeps the old).
+func reloadOnHangup(ctx context.Context, n *node.Node) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				_ = n.Reload()
+			}
+		}
+	}()
 }

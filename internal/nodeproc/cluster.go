@@ -2,6 +2,7 @@ package nodeproc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -28,10 +29,15 @@ type ClusterOptions struct {
 	HostFor func(i int) string   // host of node i (overrides Host)
 	Env     []string             // extra environment of every node
 	Args    []string             // extra flags of every node
+	ArgsFor func(i int) []string // extra flags of node i (after Args)
 	// NoAnnounce: do not wait for member API addresses (for programs that
 	// speak the node's flags and /status but have no client API, like the
 	// bench's bare-Raft ceiling).
 	NoAnnounce bool
+	// HTTPTLS is how the harness reaches HTTP (Spec.HTTPTLS); CLIArgs come
+	// first in every CLI call (e.g. --tls-ca and --token).
+	HTTPTLS *tls.Config
+	CLIArgs []string
 	// Remoting gives every node a RocketMQ broker and name-server address
 	// (free ports); without it both are off.
 	Remoting bool
@@ -59,6 +65,8 @@ func (o ClusterOptions) host(i int) string {
 type Cluster struct {
 	Bin   Binaries
 	Nodes []*Proc
+	// CLIArgs come first in every CLI call (ClusterOptions.CLIArgs).
+	CLIArgs []string
 }
 
 // startAttempts bounds the retries of a cluster start that lost a port race
@@ -96,7 +104,7 @@ func startClusterOnce(ctx context.Context, bin Binaries, opts ClusterOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Bin: bin}
+	c := &Cluster{Bin: bin, CLIArgs: opts.CLIArgs}
 	for _, spec := range specs {
 		p, err := Start(bin, spec)
 		if err != nil {
@@ -210,12 +218,15 @@ func clusterSpecs(opts ClusterOptions) ([]Spec, error) {
 		id := "n" + strconv.Itoa(i+1)
 		addr := func(k int) string { return net.JoinHostPort(host, strconv.Itoa(ports[k])) }
 		specs[i] = Spec{ID: id, Dir: filepath.Join(opts.Dir, id), RaftAddr: addr(0), APIAddr: addr(1), HTTPAddr: addr(2),
-			Bootstrap: true, Env: opts.Env, Args: opts.Args}
+			Bootstrap: true, Env: opts.Env, Args: opts.Args, HTTPTLS: opts.HTTPTLS}
 		if opts.Remoting {
 			specs[i].RemotingAddr, specs[i].NamesrvAddr = addr(3), addr(4)
 		}
 		if opts.Prefix != nil {
 			specs[i].Prefix = opts.Prefix(i)
+		}
+		if opts.ArgsFor != nil {
+			specs[i].Args = append(append([]string{}, opts.Args...), opts.ArgsFor(i)...)
 		}
 		peers[i] = id + "=" + specs[i].RaftAddr
 	}
@@ -357,7 +368,7 @@ func (c *Cluster) CLI(ctx context.Context, args ...string) ([]byte, error) {
 // onStall(pid) runs first (to look at the process, e.g. its sockets), then
 // the CLI gets SIGQUIT.
 func (c *Cluster) CLIWatched(ctx context.Context, onStall func(pid int), args ...string) ([]byte, error) {
-	argv := append([]string{"--server", strings.Join(c.APIAddrs(), ",")}, args...)
+	argv := append(append(append([]string{}, c.CLIArgs...), "--server", strings.Join(c.APIAddrs(), ",")), args...)
 	cmd := exec.CommandContext(ctx, c.Bin.CLI, argv...)
 	cmd.Env = os.Environ()
 	cmd.Cancel = func() error {

@@ -2,6 +2,7 @@ package nodeproc
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +51,9 @@ type Spec struct {
 	// flags: the node runs on its defaults (or Env/Args), and the address
 	// fields only tell the harness where it listens.
 	Bare bool
+	// HTTPTLS, if set, is how the harness reaches the node's HTTP address
+	// (https): for nodes run with --tls-cert.
+	HTTPTLS *tls.Config
 	// OnSlowKill, if set, runs when a SIGKILLed process has not exited
 	// within killWait, after its kernel stacks were logged: e.g. to dump the
 	// state of a FUSE daemon the process may be waiting on.
@@ -104,7 +108,11 @@ type Proc struct {
 // Start starts a node process with its stdout and stderr appended to the
 // spec's log file. It does not wait for the node to serve (see WaitHealthy).
 func Start(bin Binaries, spec Spec) (*Proc, error) {
-	p := &Proc{bin: bin, spec: spec, http: &http.Client{Timeout: 5 * time.Second}}
+	hc := &http.Client{Timeout: 5 * time.Second}
+	if spec.HTTPTLS != nil {
+		hc.Transport = &http.Transport{TLSClientConfig: spec.HTTPTLS}
+	}
+	p := &Proc{bin: bin, spec: spec, http: hc}
 	if err := p.start(); err != nil {
 		return nil, err
 	}
@@ -299,6 +307,9 @@ func (p *Proc) dumpGoroutines(exited <-chan struct{}) {
 	}
 }
 
+// Hangup sends SIGHUP: the node reloads its TLS files and auth file.
+func (p *Proc) Hangup() error { return p.signal(syscall.SIGHUP) }
+
 // Pause stops the process with SIGSTOP and waits (bounded) until every
 // thread has stopped: kill(2) returns before a running thread is stopped.
 func (p *Proc) Pause() error {
@@ -412,7 +423,11 @@ func (p *Proc) Get(ctx context.Context, path string) ([]byte, error) {
 
 // get performs one GET against the node's HTTP address.
 func (p *Proc) get(ctx context.Context, path string) ([]byte, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Spec().HTTPAddr+path, nil)
+	scheme := "http://"
+	if p.Spec().HTTPTLS != nil {
+		scheme = "https://"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+p.Spec().HTTPAddr+path, nil)
 	if err != nil {
 		return nil, 0, fmt.Errorf("nodeproc: %w", err)
 	}
