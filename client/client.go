@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -10,7 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
@@ -19,8 +19,22 @@ import (
 
 // Options configure a Client. Zero values take the defaults.
 type Options struct {
-	Logger      hclog.Logger
-	DialOptions []grpc.DialOption // default: insecure, 64 MiB messages
+	Logger hclog.Logger
+	// TLS, when set, makes every connection TLS with this config (nil:
+	// plaintext). The server's certificate must chain to RootCAs (nil: the
+	// system's roots) and name the host dialled; Certificates, when set,
+	// are presented as the client's identity. tlsconf.ClientConfig builds
+	// one from PEM files.
+	TLS *tls.Config
+	// Token, when set, is sent as "authorization: Bearer <token>" with
+	// every call. It is sent over plaintext too when TLS is nil: anyone
+	// on the network path can read it and use it, so use a token without
+	// TLS only on a network you trust.
+	Token string
+	// DialOptions are added after the client's own (transport credentials
+	// from TLS, the token, 64 MiB messages, its codec and windows), so an
+	// option given here overrides the same option of the client's.
+	DialOptions []grpc.DialOption
 	// RetryTimeout bounds how long one call keeps trying across leader
 	// changes and unreachable nodes (default 30 s: an election after a
 	// leader's kill -9 takes a few seconds with the default Raft timeouts,
@@ -45,18 +59,6 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
-	}
-	if len(o.DialOptions) == 0 {
-		o.DialOptions = []grpc.DialOption{
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(wire.MaxResponseBytes), grpc.MaxCallSendMsgSize(wire.MaxRequestBytes),
-				grpc.ForceCodecV2(newPullCodec())),
-			// Pull answers are ~1 MiB (up to 4 MiB by default): read them
-			// in fewer syscalls, and open windows that hold a whole answer
-			// so the server need not wait for window updates mid-answer.
-			grpc.WithReadBufferSize(512 << 10),
-			grpc.WithInitialWindowSize(4 << 20), grpc.WithInitialConnWindowSize(16 << 20),
-		}
 	}
 	if o.RetryTimeout <= 0 {
 		o.RetryTimeout = DefaultRetryTimeout
@@ -83,7 +85,8 @@ type Client struct {
 	mu    sync.Mutex
 	seeds []string // seeds plus API addresses learnt from Status
 	conns map[string]*grpc.ClientConn
-	lead  string // leader API address, "" if unknown
+	dial  []grpc.DialOption // Options.dialOptions
+	lead  string            // leader API address, "" if unknown
 	done  bool
 	sends *coalescer
 }
@@ -95,8 +98,15 @@ func New(ctx context.Context, seeds []string, opts Options) (*Client, error) {
 		return nil, ErrNoSeeds
 	}
 	opts.defaults()
+	dial, err := opts.dialOptions()
+	if err != nil {
+		return nil, err
+	}
 	c := &Client{opts: opts, log: opts.Logger.Named("client"), ids: NewIDGenerator(),
-		seeds: append([]string(nil), seeds...), conns: map[string]*grpc.ClientConn{}}
+		seeds: append([]string(nil), seeds...), conns: map[string]*grpc.ClientConn{}, dial: dial}
+	if opts.Token != "" && opts.TLS == nil {
+		c.log.Warn("the token is sent without TLS: anyone on the network path can read it")
+	}
 	c.sends = newCoalescer(c, opts.MaxSendsInFlight)
 	if _, err := c.resolve(ctx); err != nil && !anyReached(err) {
 		_ = c.Close()
@@ -131,7 +141,7 @@ func (c *Client) rpc(addr string) (pb.RaftMQClient, error) {
 	cc, ok := c.conns[addr]
 	if !ok {
 		var err error
-		opts := append([]grpc.DialOption{grpc.WithChainUnaryInterceptor(markNotSent)}, c.opts.DialOptions...)
+		opts := append([]grpc.DialOption{grpc.WithChainUnaryInterceptor(markNotSent)}, c.dial...)
 		if cc, err = grpc.NewClient(addr, opts...); err != nil {
 			return nil, fmt.Errorf("client: %s: %w", addr, err)
 		}
@@ -199,6 +209,9 @@ func (c *Client) resolve(ctx context.Context) (string, error) {
 	nl := &noLeaderError{}
 	for _, addr := range c.endpoints() {
 		st, err := c.probe(ctx, addr)
+		if refused(err) {
+			return "", err
+		}
 		if err != nil {
 			nl.last = err
 			if ctx.Err() != nil {
@@ -245,7 +258,9 @@ func (c *Client) write(ctx context.Context, idempotent bool, call func(context.C
 		addr := c.leader()
 		if addr == "" {
 			var err error
-			if addr, err = c.resolve(ctx); err != nil {
+			if addr, err = c.resolve(ctx); refused(err) {
+				return err
+			} else if err != nil {
 				last = err
 				continue
 			}
@@ -311,6 +326,9 @@ func (c *Client) read(ctx context.Context, call func(context.Context, pb.RaftMQC
 			return err
 		}
 		addr, err := c.readAddr(ctx, attempt)
+		if refused(err) {
+			return err
+		}
 		if err != nil {
 			last = err
 			continue

@@ -42,6 +42,28 @@
 // offset, or the first message stored at or after a time, found with
 // OffsetAtOrAfter) in one commit through Raft.
 //
+// Security. Options.TLS makes every connection TLS (nil: plaintext): the
+// server's certificate must chain to the config's RootCAs and name the host
+// dialled, and a client certificate in it names the client to the cluster
+// (an auth file's cert_cn). Options.Token is sent as "authorization:
+// Bearer <token>" with every call; without TLS it crosses the network in
+// the clear, so do that only on a network you trust. tlsconf.ClientConfig
+// reads the PEM files that `raftmq certs` writes:
+//
+//	cfg, err := tlsconf.ClientConfig("certs/ca.pem", "", "") // or a client cert and key
+//	if err != nil {
+//		return err
+//	}
+//	c, err := client.New(ctx, []string{"node1.example:9001"}, client.Options{
+//		TLS:   cfg,
+//		Token: os.Getenv("RAFTMQ_TOKEN"),
+//	})
+//
+// A server that refuses the credential answers codes.Unauthenticated or
+// codes.PermissionDenied, returned as is; a handshake that fails (unknown
+// CA, wrong host name) is codes.Unavailable, as for a node that cannot be
+// reached.
+//
 // Errors wrap ErrOutcomeUnknown, ErrUnavailable, ErrInvalid, ErrNotFound or
 // ErrAlreadyExists together with the gRPC status error.
 package client

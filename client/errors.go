@@ -117,6 +117,17 @@ func ctxErr(ctx context.Context, last error) error {
 	return ctx.Err()
 }
 
+// refused reports whether a server refused the caller's credentials
+// (codes.Unauthenticated, codes.PermissionDenied): asking another node or
+// asking again will not help, so such an error ends a call at once.
+func refused(err error) bool {
+	switch status.Code(err) {
+	case codes.Unauthenticated, codes.PermissionDenied:
+		return true
+	}
+	return false
+}
+
 // transient reports errors worth retrying for a request that is safe to
 // repeat (reads, idempotent writes).
 func transient(err error) bool {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/tlsconf"
 	"github.com/raftmq/raftmq/transport/transporttest"
 )
 
@@ -116,4 +117,26 @@ func ExampleClient_CommitOffset() {
 	// Output:
 	// 0 true <nil>
 	// true
+}
+
+// A client of a cluster that serves TLS and authenticates tokens: the CA
+// file and the client certificate are what `raftmq certs` writes, the
+// token what `raftmq auth token` prints.
+func ExampleOptions_tls() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg, err := tlsconf.ClientConfig("certs/ca.pem", "certs/orders-service.pem", "certs/orders-service-key.pem")
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := client.New(ctx, []string{"node1.example:9001", "node2.example:9001"}, client.Options{
+		TLS:   cfg,
+		Token: os.Getenv("RAFTMQ_TOKEN"),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	topics, err := c.ListTopics(ctx)
+	fmt.Println(len(topics), err)
 }

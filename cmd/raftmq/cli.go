@@ -44,6 +44,7 @@ type env struct {
 	ctx     context.Context
 	server  string // --server as given
 	servers []string
+	sec     security // --tls-ca, --tls-cert, --tls-key, --token
 	json    bool
 	debug   bool
 	quiet   bool
@@ -85,9 +86,17 @@ func dials(cmd *cobra.Command) bool {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runWithInput(ctx, args, nil, stdout, stderr)
+}
+
+// runWithInput is run with stdin as the commands' input (nil: os.Stdin).
+func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, enc: json.NewEncoder(stdout)}
 	root := newRoot(e)
 	root.SetArgs(args)
+	if stdin != nil {
+		root.SetIn(stdin)
+	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -113,6 +122,14 @@ func newRoot(e *env) *cobra.Command {
 		Long: `raftmq produces, consumes and queries messages of a raftmq cluster and
 administers its topics and members. Global flags may appear anywhere.
 
+Security: --tls-ca dials TLS (the server's certificate must chain to the
+CA and name the host dialled); --tls-cert and --tls-key present a client
+certificate; --token sends a bearer token with every call (set
+RAFTMQ_TOKEN instead to keep it out of ps; without TLS the token crosses
+the network in the clear). A TLS file that is missing or malformed is bad
+usage. 'raftmq certs' makes a CA and certificates, 'raftmq auth' tokens,
+both offline.
+
 Exit status: 0 success, 1 the operation failed, 2 bad usage.`,
 		Version:       buildinfo.String("raftmq"),
 		SilenceErrors: true,
@@ -135,7 +152,7 @@ Exit status: 0 success, 1 the operation failed, 2 bad usage.`,
 				return err
 			}
 			e.servers = servers
-			return nil
+			return e.sec.load(cmd.Flags())
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
@@ -146,10 +163,11 @@ Exit status: 0 success, 1 the operation failed, 2 bad usage.`,
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.server, "server", server, "comma-separated API addresses host:port (env RAFTMQ_SERVER)")
+	securityFlags(&e.sec, pf)
 	pf.BoolVar(&e.json, "json", false, "print JSON, one object per line")
 	pf.BoolVar(&e.debug, "debug", false, "print errors with their whole gRPC detail")
 	pf.BoolVar(&e.quiet, "quiet", false, "no progress lines on stderr")
-	root.AddCommand(topicCmd(e), produceCmd(e), consumeCmd(e), groupCmd(e), queryCmd(e), clusterCmd(e), benchCmd(e), verifyCmd(e))
+	root.AddCommand(topicCmd(e), produceCmd(e), consumeCmd(e), groupCmd(e), queryCmd(e), clusterCmd(e), benchCmd(e), verifyCmd(e), certsCmd(e), authCmd(e))
 	return root
 }
 
@@ -248,7 +266,13 @@ func parseServers(list string) ([]string, error) {
 func (e *env) connect() (*client.Client, error) {
 	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
 	defer cancel()
-	return client.New(ctx, e.servers, client.Options{ProbeTimeout: 3 * time.Second})
+	c, err := client.New(ctx, e.servers, e.sec.options(3*time.Second, 0))
+	if err != nil && e.sec.tls == nil && strings.Contains(err.Error(), "server preface") {
+		// What a TLS server does to a plaintext client (and a dying node
+		// to any client): it closes the connection without a word.
+		return nil, fmt.Errorf("the server closed the connection (does it serve TLS? then give --tls-ca): %w", err)
+	}
+	return c, err
 }
 
 // emit prints v as one JSON line.
@@ -298,12 +322,12 @@ func grpcDetail(err error, rest string) string {
 func completeTopics(e *env) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		servers, err := parseServers(e.server)
-		if err != nil {
+		if err != nil || e.sec.load(cmd.Flags()) != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
 		defer cancel()
-		c, err := client.New(ctx, servers, client.Options{ProbeTimeout: time.Second, RetryTimeout: time.Second})
+		c, err := client.New(ctx, servers, e.sec.options(time.Second, time.Second))
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

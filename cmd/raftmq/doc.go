@@ -1,6 +1,7 @@
 // Command raftmq is the command-line client and admin tool of raftmq.
 //
-//	raftmq [--server host:port[,...]] [--json] [--debug] [--quiet] COMMAND ...
+//	raftmq [--server host:port[,...]] [--tls-ca FILE [--tls-cert FILE --tls-key FILE]] [--token T]
+//	       [--json] [--debug] [--quiet] COMMAND ...
 //
 // Commands (scripts depend on these names; `raftmq COMMAND --help` for each):
 //
@@ -12,6 +13,8 @@
 //	cluster status | join ID RAFTADDR APIADDR | remove ID | transfer [ID]
 //	bench produce|consume|e2e -t T -n N -s SIZE -c C [--duration D] [--rate R] [--batch B]
 //	verify DIR [DIR...]
+//	certs ca --out DIR [--days N] | issue NAME --out DIR --ca-dir DIR [--hosts H,...] [--days N]
+//	auth token | hash TOKEN|- | check FILE
 //	completion bash|zsh|fish|powershell
 //
 // The command tree is spf13/cobra: help at every level (exit 0), --version,
@@ -20,6 +23,19 @@
 // checked to be host:port before anything is dialled. Errors are one line
 // (the gRPC status chain is cut to its innermost description; --debug
 // prints all of it).
+//
+// --tls-ca (env RAFTMQ_TLS_CA) makes the client dial TLS and trust that
+// CA; --tls-cert and --tls-key (RAFTMQ_TLS_CERT, RAFTMQ_TLS_KEY) present a
+// client certificate; --token (RAFTMQ_TOKEN, read only when the flag is
+// absent, so help never shows it) is sent as "authorization: Bearer" with
+// every call, in the clear without TLS. The files are read before anything
+// is dialled; a missing or malformed one is bad usage (exit 2). certs and
+// auth work offline: certs ca makes a CA (ca.pem, ca-key.pem), certs issue
+// a certificate NAME.pem and NAME-key.pem signed by it (NAME is its Common
+// Name: a node's id, or the client name an auth file's cert_cn refers to),
+// neither overwriting files without --force; auth token prints a new
+// token and its token_sha256, auth hash a token's, auth check parses an
+// auth file (exit 1 when it is bad).
 //
 // produce gives every message a unique id (UNIQ_KEY) and, without --body, a
 // body of -s bytes that starts with that id; --ack-log gets
