@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/raftmq/raftmq/auth"
 	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/store"
@@ -63,6 +65,16 @@ type Options struct {
 	Logger       hclog.Logger
 	// Now is the clock of consumer expiry (time.Now).
 	Now func() time.Time
+	// Auth, when set, turns RocketMQ's ACL on: every request on the broker
+	// address must carry an AccessKey and Signature that Auth accepts, and
+	// its principal must hold the roles its code needs (see the package
+	// documentation); a request relayed by another member carries the node
+	// token instead. nil serves everyone, as before.
+	Auth *auth.Authenticator
+	// RelayTLS, when set, is the config requests are relayed to the
+	// leader's broker address with (the leader's remoting port serves
+	// TLS); nil relays in plaintext.
+	RelayTLS *tls.Config
 }
 
 func (o Options) withDefaults() Options {
@@ -95,6 +107,11 @@ type Stats struct {
 	Failed      uint64 // answers with an error code (not SUCCESS, PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY or QUERY_NOT_FOUND)
 	Unsupported uint64 // requests with a code not served
 	Pulls       uint64 // pulls answered
+	// Denied counts the requests the ACL refused with NO_PERMISSION
+	// (also counted in Failed); Unauthenticated those of them whose
+	// credential was missing, unknown, wrong, expired or revoked.
+	Denied          uint64
+	Unauthenticated uint64
 }
 
 // Broker answers the broker protocol (Serve) and the name-server protocol
@@ -104,25 +121,36 @@ type Broker struct {
 	o       Options
 	relays  relayPool
 	groups  *groups
-	stats   struct{ requests, sends, relayed, failed, unsupported, pulls atomic.Uint64 }
+	stats   struct {
+		requests, sends, relayed, failed, unsupported, pulls, denied, unauthenticated atomic.Uint64
+	}
 }
 
 // New returns a broker serving backend.
 func New(backend Backend, o Options) *Broker {
 	o = o.withDefaults()
-	return &Broker{backend: backend, o: o, relays: relayPool{clients: map[string]*remoting.Client{}},
+	if o.Auth != nil && o.Auth.NodeToken() == "" {
+		o.Logger.Warn("RocketMQ ACL is on but the auth file sets no node_token: the leader will refuse the requests this member relays to it")
+	}
+	return &Broker{backend: backend, o: o, relays: relayPool{tls: o.RelayTLS, clients: map[string]*remoting.Client{}},
 		groups: newGroups(o.Now)}
 }
 
-// Serve answers one request on the broker address (remoting.Handler).
+// Serve answers one request on the broker address (remoting.Handler). With
+// Options.Auth set, the request is authenticated and authorized first.
 func (b *Broker) Serve(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	b.stats.requests.Add(1)
-	resp := b.serve(ctx, conn, req)
+	p, refusal := b.admit(conn, req)
+	resp := refusal
+	if resp == nil {
+		resp = b.serve(ctx, conn, req, p)
+	}
 	b.count(resp)
 	return resp
 }
 
-func (b *Broker) serve(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+// serve dispatches a request admitted for p (nil without ACL).
+func (b *Broker) serve(ctx context.Context, conn *remoting.Conn, req *remoting.Command, p *auth.Principal) *remoting.Command {
 	switch req.Code {
 	case remoting.CodeSendMessage, remoting.CodeSendMessageV2, remoting.CodeSendBatchMessage:
 		return b.send(ctx, conn, req)
@@ -143,12 +171,14 @@ func (b *Broker) serve(ctx context.Context, conn *remoting.Conn, req *remoting.C
 	case remoting.CodeGetConsumerListByGroup:
 		return b.consumerList(req)
 	case remoting.CodeConsumerSendMsgBack:
-		return b.sendBack(ctx, req)
+		return b.sendBack(ctx, req, p)
 	}
 	return req.NotSupported()
 }
 
-// NameServer is the handler of the name-server address: routes only.
+// NameServer is the handler of the name-server address: routes only, to
+// anyone (RocketMQ's name server checks no ACL either: a route names
+// addresses, and every request to them is checked).
 func (b *Broker) NameServer() remoting.Handler {
 	return remoting.HandlerFunc(func(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 		b.stats.requests.Add(1)
@@ -178,7 +208,8 @@ func (b *Broker) count(resp *remoting.Command) {
 // Stats returns the counters.
 func (b *Broker) Stats() Stats {
 	return Stats{Requests: b.stats.requests.Load(), Sends: b.stats.sends.Load(), Relayed: b.stats.relayed.Load(),
-		Failed: b.stats.failed.Load(), Unsupported: b.stats.unsupported.Load(), Pulls: b.stats.pulls.Load()}
+		Failed: b.stats.failed.Load(), Unsupported: b.stats.unsupported.Load(), Pulls: b.stats.pulls.Load(),
+		Denied: b.stats.denied.Load(), Unauthenticated: b.stats.unauthenticated.Load()}
 }
 
 // Close stops watching consumer connections and closes the connections the
@@ -203,8 +234,10 @@ func bornHost(addr net.Addr) message.HostPort {
 	return hp
 }
 
-// relayPool keeps one connection per leader address for relayed requests.
+// relayPool keeps one connection per leader address for relayed requests,
+// dialled over TLS with tls when set.
 type relayPool struct {
+	tls     *tls.Config
 	mu      sync.Mutex
 	closed  bool
 	clients map[string]*remoting.Client
@@ -221,7 +254,7 @@ func (p *relayPool) get(ctx context.Context, addr string) (*remoting.Client, err
 	if c, ok := p.clients[addr]; ok {
 		return c, nil
 	}
-	c, err := remoting.Dial(ctx, addr)
+	c, err := remoting.DialTLS(ctx, addr, p.tls)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,11 +86,19 @@ func (b *storeBackend) Brokers(context.Context) (Brokers, error) {
 type served struct {
 	b            *Broker
 	brokerAddr   string
+	nsAddr       string
 	brokerClient *remoting.Client
 	nsClient     *remoting.Client
 }
 
 func serve(t testing.TB, backend Backend, opts ...func(*Options)) *served {
+	t.Helper()
+	return serveTLS(t, backend, nil, nil, opts...)
+}
+
+// serveTLS is serve with both listeners behind tls.NewListener(srvTLS)
+// and the test's clients dialling with cliTLS (both nil: plaintext).
+func serveTLS(t testing.TB, backend Backend, srvTLS, cliTLS *tls.Config, opts ...func(*Options)) *served {
 	t.Helper()
 	o := Options{AutoCreateTopics: true, DefaultQueues: 8}
 	for _, f := range opts {
@@ -101,10 +110,13 @@ func serve(t testing.TB, backend Backend, opts ...func(*Options)) *served {
 		handler remoting.Handler
 		addr    *string
 		client  **remoting.Client
-	}{{b, &s.brokerAddr, &s.brokerClient}, {b.NameServer(), nil, &s.nsClient}} {
+	}{{b, &s.brokerAddr, &s.brokerClient}, {b.NameServer(), &s.nsAddr, &s.nsClient}} {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
+		}
+		if srvTLS != nil {
+			lis = tls.NewListener(lis, srvTLS)
 		}
 		srv := remoting.NewServer(h.handler, remoting.Options{})
 		done := make(chan error, 1)
@@ -116,16 +128,14 @@ func serve(t testing.TB, backend Backend, opts ...func(*Options)) *served {
 			}
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		c, err := remoting.Dial(ctx, lis.Addr().String())
+		c, err := remoting.DialTLS(ctx, lis.Addr().String(), cliTLS)
 		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Close() })
 		*h.client = c
-		if h.addr != nil {
-			*h.addr = lis.Addr().String()
-		}
+		*h.addr = lis.Addr().String()
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	return s

@@ -64,6 +64,68 @@
 // stored (records behind it wait too). Past maxReconsumeTimes (default 16)
 // or with a negative level the message goes to %DLQ%<group> instead.
 //
+// # Access control
+//
+// With Options.Auth set, the broker address checks RocketMQ's ACL 1.0 on
+// every request, as RocketMQ's clients sign with primitive.Credentials
+// (Java: AclClientRPCHook): the ext fields carry AccessKey and Signature,
+// Base64(HMAC-SHA1(SecretKey, the values of AccessKey and every other ext
+// field in the order of their sorted keys, then the body)); SecurityToken
+// is optional and not signed. A request whose signature does not verify
+// against the user's secret_key in the auth file, of an unknown, revoked
+// or expired AccessKey, or without one, is answered NO_PERMISSION with
+// "...: not authenticated: ..." and nothing else happens. The principal
+// must then hold, per code (package auth's roles on topic and group
+// patterns; an admin holds all):
+//
+//	SEND_MESSAGE, _V2, SEND_BATCH_MESSAGE    produce on the topic
+//	PULL_MESSAGE, QUERY_/UPDATE_CONSUMER_OFFSET
+//	                                         consume on the topic, group on consumerGroup
+//	GET_MAX_/GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP
+//	                                         consume on the topic
+//	HEART_BEAT                               group on each consumer group in the body
+//	                                         (a producer's, with none: authenticated only)
+//	UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP
+//	                                         group on consumerGroup
+//	CONSUMER_SEND_MSG_BACK                   group on the group, and consume on the
+//	                                         topic of the message at the offset sent back
+//	GET_ROUTEINFO_BY_TOPIC, any other code   authenticated only
+//
+// A group's own topics, %RETRY%<group> and %DLQ%<group>, count as
+// produced and consumed by whoever holds group on <group>: its consumers
+// read its retry topic and send failed messages back to it without being
+// granted those topics. A refusal answers NO_PERMISSION with a remark
+// naming the principal and what it may not do; Stats counts refusals in
+// Denied (Unauthenticated for the failed credentials). Revoking a user or
+// letting it expire in the auth file (after Authenticator.Reload) refuses
+// its next request. Nothing a client sends can make the broker panic: a
+// header or body the check cannot read is answered as the request itself
+// would be (MESSAGE_ILLEGAL for sends, SYSTEM_ERROR otherwise).
+//
+// Relays change the request: the member adds raftmqRelayed, which the
+// client did not sign, so the leader could not verify the client's
+// signature. The relaying member authorizes the client first, then adds
+// RaftmqNodeToken, the auth file's node_token (Authenticator.NodeToken),
+// and the leader admits a request marked relayed by that token, compared
+// in constant time, as the node principal (every role) instead of by its
+// signature. A request marked relayed without the right token (a client
+// forging the mark, a member with another auth file, or a cluster without
+// node_token) is refused NO_PERMISSION. The token crosses the network in
+// each relayed request: when the remoting ports serve TLS, relays dial
+// with Options.RelayTLS (remoting.DialTLS).
+//
+// The name-server handler (NameServer) stays open, as RocketMQ's name
+// server checks no ACL: it answers routes only, which name addresses and
+// queue counts, and every request to those addresses is checked. A route
+// it relays to the leader carries the node token like any relay.
+//
+// TLS is the listener's (node wraps the broker and name-server listeners
+// with tls.NewListener); RocketMQ's Go client turns it on with
+// producer.WithTls(true) / consumer.WithTls(true) and then dials both the
+// name servers and the brokers over TLS, without verifying the server's
+// certificate (the client's code): TLS there hides the traffic, the
+// signature authenticates the client.
+//
 // # Errors
 //
 // A request that cannot be parsed gets MESSAGE_ILLEGAL (sends) or

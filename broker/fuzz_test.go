@@ -1,10 +1,13 @@
 package broker
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/raftmq/raftmq/auth"
 	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/remoting"
 )
@@ -97,4 +100,113 @@ func FuzzServe(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzServeACL sends arbitrary requests (code, ext fields, body) to a
+// broker with ACL on; when secret is set, the request is signed with it as
+// a client would, under the AccessKey its fields name (testAuthFile's
+// secrets are SK-<user> for AK-<user>). Every request is answered; one
+// whose credential does not authenticate (nor carries the node token on a
+// relayed request) is refused NO_PERMISSION and stores nothing; a send or
+// pull served came from a principal allowed to make it.
+func FuzzServeACL(f *testing.F) {
+	sendV2 := remoting.SendHeader{ProducerGroup: "pg", Topic: "orders", QueueID: 1, BornTimestamp: 1, Properties: props("TAGS", "a")}
+	relayed := sendV2.Fields(true)
+	relayed[relayedField], relayed[nodeTokenField] = "1", testNodeToken
+	withKey := func(fields map[string]string, ak string) string {
+		fields = maps.Clone(fields)
+		fields["AccessKey"] = ak
+		return encodeFuzzFields(fields)
+	}
+	pull := pullRequestCmd("orders", 0, pullFlagCommitOffset, map[string]string{"consumerGroup": "billing"}).ExtFields
+	for _, seed := range []struct {
+		code   int16
+		fields string
+		body   []byte
+		secret string
+	}{
+		{remoting.CodeSendMessageV2, withKey(sendV2.Fields(true), "AK-app"), []byte("hello"), "SK-app"},
+		{remoting.CodeSendMessageV2, withKey(sendV2.Fields(true), "AK-app"), []byte("hello"), "SK-wrong"},
+		{remoting.CodeSendMessageV2, withKey(sendV2.Fields(true), "AK-gone"), []byte("hello"), "SK-gone"},
+		{remoting.CodeSendMessageV2, encodeFuzzFields(sendV2.Fields(true)) + "AccessKey=AK-app\nSignature=AAAA\n", []byte("x"), ""},
+		{remoting.CodeSendMessageV2, encodeFuzzFields(relayed), []byte("relayed"), ""},
+		{remoting.CodePullMessage, withKey(pull, "AK-app"), nil, "SK-app"},
+		{remoting.CodePullMessage, withKey(pull, "AK-shipper"), nil, "SK-shipper"},
+		{remoting.CodeHeartbeat, "AccessKey=AK-app\n", []byte(`{"clientID":"c1","consumerDataSet":[{"groupName":"billing"}]}`), "SK-app"},
+		{remoting.CodeConsumerSendMsgBack, "AccessKey=AK-grouponly\ngroup=billing\noffset=0\ndelayLevel=1\n", nil, "SK-grouponly"},
+		{remoting.CodeGetRouteInfoByTopic, "topic=orders\n", nil, ""},
+	} {
+		f.Add(seed.code, seed.fields, seed.body, seed.secret)
+	}
+	a, _ := openAuth(f, testAuthFile, func() time.Time { return beforeExpiry })
+	be := newStoreBackend(f)
+	be.brokers = Brokers{Leader: "127.0.0.1:10911"}
+	s := serve(f, be, withAuth(a))
+	f.Fuzz(func(t *testing.T, code int16, fields string, body []byte, secret string) {
+		req := &remoting.Command{Code: code, ExtFields: fuzzFields(fields), Body: body}
+		if code == remoting.CodePullMessage { // a long poll is held up to its timeout: keep each input short
+			req.ExtFields["suspendTimeoutMillis"] = "20"
+		}
+		if secret != "" {
+			sign(req, req.ExtFields["AccessKey"], secret)
+		}
+		// What the broker reads: the JSON header turns invalid UTF-8 into
+		// U+FFFD.
+		frame, err := remoting.AppendFrame(nil, req)
+		if err != nil {
+			t.Skip(err)
+		}
+		sent, err := remoting.DecodeFrame(frame[4:])
+		if err != nil {
+			t.Fatalf("our own frame does not decode: %v", err)
+		}
+		var p *auth.Principal
+		var authErr error
+		if sent.Field(relayedField) != "" {
+			if sent.Field(nodeTokenField) == testNodeToken {
+				p = &auth.Principal{Name: "node", Node: true}
+			} else {
+				authErr = auth.ErrUnauthenticated
+			}
+		} else {
+			p, authErr = a.Signature(sent.ExtFields, sent.Body)
+		}
+		before := be.st.Stats().Messages
+		resp := invoke(t, s.brokerClient, req)
+		if !resp.IsResponse() {
+			t.Fatalf("code %d answered with a request (code %d)", code, resp.Code)
+		}
+		if authErr != nil {
+			if resp.Code != remoting.CodeNoPermission || be.st.Stats().Messages != before {
+				t.Fatalf("unauthenticated (%v) code %d: answer %d (%s), %d messages stored", authErr, code, resp.Code, resp.Remark,
+					be.st.Stats().Messages-before)
+			}
+			return
+		}
+		if resp.Code != remoting.CodeSuccess {
+			return
+		}
+		switch {
+		case isSend(code):
+			h, err := remoting.ParseSendHeader(sent)
+			if err != nil || !mayUse(p, auth.Produce, h.Topic) {
+				t.Fatalf("%s's send to %q served (%v)", p.Name, h.Topic, err)
+			}
+		case code == remoting.CodePullMessage:
+			if !mayUse(p, auth.Consume, sent.Field("topic")) || !p.Allowed(auth.Group, sent.Field("consumerGroup")) {
+				t.Fatalf("%s's pull of %q in %q served", p.Name, sent.Field("topic"), sent.Field("consumerGroup"))
+			}
+		}
+	})
+}
+
+// mayUse is what FuzzServeACL holds the broker to: role on topic, or group
+// on the group whose retry or dead-letter topic it is.
+func mayUse(p *auth.Principal, role auth.Role, topic string) bool {
+	for _, prefix := range []string{"%RETRY%", "%DLQ%"} {
+		if g, ok := strings.CutPrefix(topic, prefix); ok && g != "" && p.Allowed(auth.Group, g) {
+			return true
+		}
+	}
+	return p.Allowed(role, topic)
 }

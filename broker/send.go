@@ -133,6 +133,15 @@ func (b *Broker) relay(ctx context.Context, req *remoting.Command) *remoting.Com
 		fwd.ExtFields = map[string]string{}
 	}
 	fwd.ExtFields[relayedField] = "1"
+	// The leader cannot check the client's signature over fields that now
+	// include relayedField: this member authorized the client, and vouches
+	// for the request with the node token.
+	delete(fwd.ExtFields, nodeTokenField)
+	if b.o.Auth != nil {
+		if token := b.o.Auth.NodeToken(); token != "" {
+			fwd.ExtFields[nodeTokenField] = token
+		}
+	}
 	fwd.Flag &^= remoting.FlagOneway
 	rctx, cancel := context.WithTimeout(ctx, b.o.RelayTimeout)
 	defer cancel()

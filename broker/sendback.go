@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/raftmq/raftmq/auth"
 	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/store"
@@ -68,7 +69,7 @@ func setProperties(props []byte, set map[string]string) []byte {
 // of the retry topic honour; past maxReconsumeTimes (default 16), or with
 // a negative delay level, it goes to the group's dead-letter topic. A
 // member that is not the leader relays the request.
-func (b *Broker) sendBack(ctx context.Context, req *remoting.Command) *remoting.Command {
+func (b *Broker) sendBack(ctx context.Context, req *remoting.Command, p *auth.Principal) *remoting.Command {
 	group := req.Field("group")
 	var offset, level int64
 	if err := parseInts(req, intField{"offset", 64, &offset}, intField{"delayLevel", 32, &level}); err != nil || group == "" {
@@ -85,6 +86,11 @@ func (b *Broker) sendBack(ctx context.Context, req *remoting.Command) *remoting.
 	orig, err := b.backend.Reader().LookupByOffset(offset)
 	if err != nil {
 		return req.Response(remoting.CodeSystemError, fmt.Sprintf("send back: no message at offset %d: %v", offset, err))
+	}
+	if b.o.Auth != nil {
+		if err := checkSendBack(p, orig); err != nil {
+			return b.refuse(nil, req, p.Name, fmt.Sprintf("%s refused: the message at offset %d: %v", codeName(req.Code), offset, err), err)
+		}
 	}
 	m, err := redelivery(orig, group, req.Field("originMsgId"), req.Field("originTopic"), level, maxTimes)
 	if err != nil {

@@ -113,7 +113,10 @@ type GroupCommit struct {
 }
 
 // Limits are the per-client quotas (the [limits] table; 0 turns one off).
-// A client is a principal with --auth-file, else a peer IP address.
+// A client is a principal with --auth-file, else a peer IP address. A send
+// over its client's produce rate is held until the rate allows it, up to a
+// second; one that would wait longer is refused with RESOURCE_EXHAUSTED
+// after a second (so that a client resending at once cannot spin).
 type Limits struct {
 	ProduceMessagesPerSecond float64 `toml:"produce_messages_per_second"`
 	ProduceBytesPerSecond    float64 `toml:"produce_bytes_per_second"`
@@ -351,7 +354,7 @@ func (c *Config) validateSecurity() error {
 
 func (l Limits) quotas() transport.Quotas {
 	return transport.Quotas{ProduceMessagesPerSecond: l.ProduceMessagesPerSecond, ProduceBytesPerSecond: l.ProduceBytesPerSecond,
-		LongPollsPerConnection: l.LongPollsPerConnection, MaxTopics: l.MaxTopics}
+		LongPollsPerConnection: l.LongPollsPerConnection, MaxTopics: l.MaxTopics, RefusalDelay: time.Second}
 }
 
 func (c *Config) tlsFiles() tlsconf.Files {

@@ -3,6 +3,7 @@ package remoting
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -30,10 +31,25 @@ type Client struct {
 	done    chan struct{}
 }
 
-// Dial connects to a remoting server at addr.
+// Dial connects to a remoting server at addr in plaintext.
 func Dial(ctx context.Context, addr string) (*Client, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	return DialTLS(ctx, addr, nil)
+}
+
+// DialTLS connects to a remoting server at addr over TLS with cfg (nil:
+// plaintext, as Dial). The handshake completes before it returns, within
+// ctx; a cfg without ServerName checks the host of addr (unless cfg
+// verifies peers itself, as tlsconf's peer configs do).
+func DialTLS(ctx context.Context, addr string, cfg *tls.Config) (*Client, error) {
+	var nc net.Conn
+	var err error
+	if cfg == nil {
+		var d net.Dialer
+		nc, err = d.DialContext(ctx, "tcp", addr)
+	} else {
+		d := tls.Dialer{Config: cfg}
+		nc, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("remoting: dial %s: %w", addr, err)
 	}

@@ -37,4 +37,12 @@
 // ErrFrameTooLarge. A connection whose byte stream cannot be framed is
 // closed (there is no way to resynchronise); a well-framed request with an
 // unknown code gets a REQUEST_CODE_NOT_SUPPORTED answer from the handler.
+//
+// # TLS
+//
+// A Server serves TLS when Serve is given a tls.NewListener (the handshake
+// runs on the connection's first read; a client that does not speak TLS is
+// disconnected). DialTLS connects a Client over TLS with a *tls.Config,
+// completing the handshake before it returns; Dial is plaintext.
+// RocketMQ's Go client speaks TLS with its WithTls option.
 package remoting

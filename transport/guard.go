@@ -35,6 +35,9 @@ type guard struct {
 type GuardStats struct {
 	Denied  uint64 // RPCs refused as unauthenticated or not permitted
 	Limited uint64 // RPCs refused by a quota (RESOURCE_EXHAUSTED)
+	// Throttled counts sends held (up to a second) until their client's
+	// produce rate allowed them.
+	Throttled uint64
 }
 
 // GuardStats returns the guard's counters.
@@ -42,6 +45,7 @@ func (s *Server) GuardStats() GuardStats {
 	st := GuardStats{Denied: s.guard.denied.Load()}
 	if s.guard.quotas != nil {
 		st.Limited = s.guard.quotas.limited.Load()
+		st.Throttled = s.guard.quotas.throttled.Load()
 	}
 	return st
 }

@@ -212,13 +212,20 @@ func TestQuotasCutOneClientNotAnother(t *testing.T) {
 		}
 		return r
 	}
-	// The producer spends its second's worth (100 messages), then is cut.
+	// The producer spends its second's worth (100 messages); one more is
+	// held 10 ms until its token comes, 150 more (1.5 s) are refused.
 	if _, err := c.Send(as(ctx, "producer"), batch(100, 10)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := c.Send(as(ctx, "producer"), batch(1, 10))
+	if _, err := c.Send(as(ctx, "producer"), batch(1, 10)); err != nil {
+		t.Fatalf("one message over the rate: %v", err)
+	}
+	if got := s.GuardStats().Throttled; got != 1 {
+		t.Errorf("throttled %d, want 1", got)
+	}
+	_, err := c.Send(as(ctx, "producer"), batch(150, 10))
 	if status.Code(err) != codes.ResourceExhausted {
-		t.Fatalf("101st message in a second: %v", err)
+		t.Fatalf("1.5 s worth over the rate: %v", err)
 	}
 	// Another principal (admin) is not cut; nor is a node forwarding.
 	if _, err := c.Send(as(ctx, "admin"), batch(100, 10)); err != nil {
@@ -227,13 +234,13 @@ func TestQuotasCutOneClientNotAnother(t *testing.T) {
 	if _, err := c.Send(as(ctx, guardNodeToken), batch(500, 10)); err != nil {
 		t.Fatalf("a node: %v", err)
 	}
-	// A second later the producer may send again; bytes are bounded too.
-	clk.Add(time.Second)
+	// Two seconds later the producer may send again; bytes are bounded too.
+	clk.Add(2 * time.Second)
 	if _, err := c.Send(as(ctx, "producer"), batch(1, 10)); err != nil {
 		t.Fatalf("after a second: %v", err)
 	}
-	if _, err := c.Send(as(ctx, "producer"), batch(2, 1<<20)); status.Code(err) != codes.ResourceExhausted {
-		t.Fatalf("2 MiB within a second of a 1 MiB/s quota: %v", err)
+	if _, err := c.Send(as(ctx, "producer"), batch(3, 1<<20)); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("3 MiB at once under a 1 MiB/s quota: %v", err)
 	}
 	if got := s.GuardStats().Limited; got != 2 {
 		t.Errorf("limited %d, want 2", got)

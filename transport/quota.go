@@ -22,12 +22,16 @@ import (
 type Quotas struct {
 	// ProduceMessagesPerSecond and ProduceBytesPerSecond bound one client's
 	// sends (bodies counted), each with a burst of one second's worth
-	// (at least one request's).
+	// (at least one request's). A send over the rate is held until its
+	// tokens come, up to a second; beyond that it is refused.
 	ProduceMessagesPerSecond float64
 	ProduceBytesPerSecond    float64
 	// LongPollsPerConnection bounds the Pulls with a wait that one
 	// connection holds at once.
 	LongPollsPerConnection int
+	// RefusalDelay holds a send refused for its rate this long before the
+	// answer (see holdRefusal); 0 answers at once.
+	RefusalDelay time.Duration
 	// MaxTopics bounds the cluster's topics: a CreateTopic, or a Send that
 	// would create a topic on first use, beyond it is refused.
 	MaxTopics int
@@ -42,7 +46,9 @@ func (l Quotas) Enabled() bool {
 type quotas struct {
 	lim     Quotas
 	now     func() time.Time
-	limited atomic.Uint64
+	limited atomic.Uint64 // refused
+	// throttled counts sends held until their client's rate allowed them.
+	throttled atomic.Uint64
 
 	mu      sync.Mutex
 	clients map[string]*clientQuota
@@ -68,7 +74,7 @@ func (q *quotas) admit(ctx context.Context, s *Server, client string, req any) (
 	}
 	switch r := req.(type) {
 	case *pb.SendRequest:
-		if err := q.produce(client, r); err != nil {
+		if err := q.produce(ctx, client, r); err != nil {
 			return nil, err
 		}
 		return func() {}, q.topicLimit(s, r)
@@ -87,7 +93,11 @@ func (q *quotas) refuse(format string, args ...any) error {
 	return status.Error(codes.ResourceExhausted, fmt.Sprintf("%v: ", errQuota)+fmt.Sprintf(format, args...))
 }
 
-func (q *quotas) produce(client string, r *pb.SendRequest) error {
+// produce admits a send within the client's rates. A send over the rate
+// waits for its tokens up to maxQuotaWait (and within its deadline), so a
+// flooding client is paced instead of spinning on refusals; one that would
+// wait longer is refused at once with RESOURCE_EXHAUSTED.
+func (q *quotas) produce(ctx context.Context, client string, r *pb.SendRequest) error {
 	if q.lim.ProduceMessagesPerSecond <= 0 && q.lim.ProduceBytesPerSecond <= 0 {
 		return nil
 	}
@@ -97,13 +107,66 @@ func (q *quotas) produce(client string, r *pb.SendRequest) error {
 	}
 	now := q.now()
 	c := q.client(client, now, n, size)
-	if c.msgs != nil && !c.msgs.AllowN(now, n) {
-		return q.refuse("%s may send %.0f messages per second", client, q.lim.ProduceMessagesPerSecond)
+	var wait time.Duration
+	var held []*rate.Reservation
+	for _, b := range []struct {
+		lim  *rate.Limiter
+		n    int
+		what string
+		rate float64
+	}{{c.msgs, n, "messages", q.lim.ProduceMessagesPerSecond}, {c.bytes, size, "body bytes", q.lim.ProduceBytesPerSecond}} {
+		if b.lim == nil {
+			continue
+		}
+		res := b.lim.ReserveN(now, b.n)
+		d := res.DelayFrom(now)
+		if !res.OK() || d > maxQuotaWait || !fitsDeadline(ctx, d) {
+			res.CancelAt(now)
+			for _, h := range held {
+				h.CancelAt(now)
+			}
+			q.holdRefusal(ctx)
+			return q.refuse("%s may send %.0f %s per second", client, b.rate, b.what)
+		}
+		held = append(held, res)
+		wait = max(wait, d)
 	}
-	if c.bytes != nil && !c.bytes.AllowN(now, size) {
-		return q.refuse("%s may send %.0f body bytes per second", client, q.lim.ProduceBytesPerSecond)
+	if wait <= 0 {
+		return nil
 	}
-	return nil
+	q.throttled.Add(1)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+// maxQuotaWait bounds how long a send over its client's rate is held.
+const maxQuotaWait = time.Second
+
+// holdRefusal delays a refusal by Quotas.RefusalDelay (within ctx): a
+// client that resends at once on RESOURCE_EXHAUSTED then makes at most
+// (its concurrency / RefusalDelay) requests per second, instead of
+// spinning on refusals that cost the server CPU its other clients need.
+func (q *quotas) holdRefusal(ctx context.Context) {
+	if q.lim.RefusalDelay <= 0 {
+		return
+	}
+	t := time.NewTimer(q.lim.RefusalDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func fitsDeadline(ctx context.Context, d time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return !ok || time.Until(dl) > d
 }
 
 // client returns the buckets of client, made (or widened) to hold at least
