@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -257,11 +259,29 @@ func liveCases(c *nodeproc.Cluster, topic string, maxPhy int64) []liveCase {
 // no node's state changed (offsets, topics, queue and group offsets,
 // members, leader), and that the cluster still serves afterwards.
 func TestBadInputLiveCluster(t *testing.T) {
-	c := startCluster(t, 3)
+	badInputCatalogue(t, startCluster(t, 3), client.Options{}, grpc.WithTransportCredentials(insecure.NewCredentials()))
+}
+
+// TestBadInputLiveClusterTLS runs the same catalogue against a cluster
+// with TLS on every port and authentication on, as an admin: bad input
+// gets the same answers through the TLS listeners and the guard.
+func TestBadInputLiveClusterTLS(t *testing.T) {
+	pki := newPKI(t, filepath.Join(nodeproc.TempDir(t, "e2e-badinput-pki"), "pki"))
+	c := startCluster(t, 3, pki.secure(t))
+	token := pki.tokens["ops"]
+	badInputCatalogue(t, c, pki.options(t, "ops"), grpc.WithTransportCredentials(credentials.NewTLS(pki.clientTLS(t, ""))),
+		grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			return invoker(bearerCtx(ctx, token), method, req, reply, cc, opts...)
+		}))
+}
+
+// badInputCatalogue is the body of the bad-input tests: the Go client
+// connects with opts, the raw gRPC connections with dial.
+func badInputCatalogue(t *testing.T, c *nodeproc.Cluster, opts client.Options, dial ...grpc.DialOption) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	topic := badinput.Topic
-	cl := newClient(t, ctx, c, client.Options{})
+	cl := newClient(t, ctx, c, opts)
 	if err := cl.CreateTopic(ctx, topic, 4); err != nil {
 		t.Fatal(err)
 	}
@@ -280,8 +300,7 @@ func TestBadInputLiveCluster(t *testing.T) {
 	conns := make([]pb.RaftMQClient, len(c.Nodes))
 	rawConns := make([]*grpc.ClientConn, len(c.Nodes))
 	for i, p := range c.Nodes {
-		cc, err := grpc.NewClient(p.Spec().APIAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(128<<20)))
+		cc, err := grpc.NewClient(p.Spec().APIAddr, append(dial, grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(128<<20)))...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -103,7 +103,7 @@ func runCLI(t *testing.T, ctx context.Context, bin nodeproc.Binaries, servers []
 // cli runs the CLI against c and fails the test unless it exits 0.
 func cli(t *testing.T, ctx context.Context, c *nodeproc.Cluster, args ...string) string {
 	t.Helper()
-	r := runCLI(t, ctx, c.Bin, c.APIAddrs(), args...)
+	r := runCLI(t, ctx, c.Bin, c.APIAddrs(), append(append([]string{}, c.CLIArgs...), args...)...)
 	if r.code != 0 {
 		t.Fatalf("raftmq %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 	}
