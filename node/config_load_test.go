@@ -34,16 +34,29 @@ func TestLoadREADMEConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, block, found := strings.Cut(string(b), "```toml\n")
-	block, _, closed := strings.Cut(block, "```")
-	if !found || !closed || !strings.Contains(block, "[group_commit]") {
-		t.Fatalf("README has no ```toml block with [group_commit]")
+	// Every ```toml block of the README is a node config, except the auth
+	// file's (package auth tests its format).
+	rest, loaded, groupCommit := string(b), 0, false
+	for {
+		_, block, found := strings.Cut(rest, "```toml\n")
+		if !found {
+			break
+		}
+		block, rest, _ = strings.Cut(block, "```")
+		if strings.Contains(block, "[[users]]") {
+			continue
+		}
+		path := filepath.Join(t.TempDir(), "raftmq.toml")
+		if err := os.WriteFile(path, []byte(block), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load([]string{"--config", path}, func(string) string { return "" }, &strings.Builder{}); err != nil {
+			t.Fatalf("README config refused: %v\n%s", err, block)
+		}
+		loaded++
+		groupCommit = groupCommit || strings.Contains(block, "[group_commit]")
 	}
-	path := filepath.Join(t.TempDir(), "raftmq.toml")
-	if err := os.WriteFile(path, []byte(block), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Load([]string{"--config", path}, func(string) string { return "" }, &strings.Builder{}); err != nil {
-		t.Fatalf("README config refused: %v", err)
+	if loaded < 2 || !groupCommit {
+		t.Fatalf("README has %d node ```toml blocks (want the settings and [limits]); one with [group_commit]: %v", loaded, groupCommit)
 	}
 }

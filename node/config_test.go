@@ -120,3 +120,52 @@ func TestStoreSizeSettings(t *testing.T) {
 		t.Fatalf("misspelt key: %v", err)
 	}
 }
+
+func TestSecuritySettings(t *testing.T) {
+	load := func(args ...string) error {
+		cfg, err := Load(args, func(string) string { return "" }, io.Discard)
+		if err != nil {
+			return err
+		}
+		return cfg.Validate()
+	}
+	for _, args := range [][]string{
+		{"--tls-cert", "a.pem"},
+		{"--tls-cert", "a.pem", "--tls-key", "a-key.pem"},
+		{"--tls-ca", "ca.pem"},
+	} {
+		if err := load(args...); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "go together") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "limits.toml")
+	for body, ok := range map[string]bool{
+		"[limits]\nproduce_messages_per_second = 100\nmax_topics = 10\n": true,
+		"[limits]\nproduce_bytes_per_second = -1\n":                      false,
+		"[limits]\nmax_request_bytes = 1000\n":                           false,
+		"[limits]\nlong_polls = 3\n":                                     false,
+	} {
+		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := load("--config", file); (err == nil) != ok {
+			t.Errorf("%q: %v", body, err)
+		}
+	}
+	// A node with TLS files that do not exist, or an auth file without a
+	// node token, does not start.
+	cfg := DefaultConfig()
+	cfg.Dir = t.TempDir()
+	cfg.TLSCert, cfg.TLSKey, cfg.TLSCA = "/nonexistent/n1.pem", "/nonexistent/n1-key.pem", "/nonexistent/ca.pem"
+	if _, err := openSecurity(cfg); err == nil {
+		t.Error("missing TLS files accepted")
+	}
+	cfg = DefaultConfig()
+	cfg.AuthFile = filepath.Join(t.TempDir(), "auth.toml")
+	if err := os.WriteFile(cfg.AuthFile, []byte("[[users]]\nname = \"a\"\ncert_cn = \"a\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openSecurity(cfg); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "node_token") {
+		t.Errorf("auth file without node_token: %v", err)
+	}
+}
