@@ -135,9 +135,9 @@ func TestGuardRolesPerRPC(t *testing.T) {
 		"consumer": {"send orders": codes.PermissionDenied, "send secret": codes.PermissionDenied, "pull": codes.OK,
 			"commit": codes.OK, "commit other group": codes.PermissionDenied, "delete topic": codes.PermissionDenied,
 			"join": codes.PermissionDenied, "remove": codes.PermissionDenied, "transfer": codes.PermissionDenied, "status": codes.OK},
-		"":       {"send orders": codes.Unauthenticated, "pull": codes.Unauthenticated, "delete topic": codes.Unauthenticated, "status": codes.Unauthenticated},
-		"forged": {"send orders": codes.Unauthenticated, "pull": codes.Unauthenticated, "join": codes.Unauthenticated, "status": codes.Unauthenticated},
-		"admin":  {"send orders": codes.OK, "pull": codes.OK, "commit other group": codes.OK, "delete topic": codes.NotFound, "status": codes.OK},
+		"":             {"send orders": codes.Unauthenticated, "pull": codes.Unauthenticated, "delete topic": codes.Unauthenticated, "status": codes.Unauthenticated},
+		"forged":       {"send orders": codes.Unauthenticated, "pull": codes.Unauthenticated, "join": codes.Unauthenticated, "status": codes.Unauthenticated},
+		"admin":        {"send orders": codes.OK, "pull": codes.OK, "commit other group": codes.OK, "delete topic": codes.NotFound, "status": codes.OK},
 		guardNodeToken: {"send secret": codes.OK, "delete topic": codes.NotFound},
 	}
 	before := s.GuardStats().Denied
