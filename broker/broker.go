@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftmq/raftmq/auth"
 	"github.com/raftmq/raftmq/message"
+	"github.com/raftmq/raftmq/quota"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/store"
 )
@@ -60,6 +61,12 @@ type Options struct {
 	// topic is routed only while topics are created on first use.
 	AutoCreateTopics bool
 	DefaultQueues    int32
+	// Produce paces each client's sends (nil: no rate). A client is the
+	// principal ("user:NAME") with Auth, else the peer's IP ("ip:ADDR"),
+	// as on the gRPC API: a node shares one limiter between both. A send
+	// over its client's quota is answered SYSTEM_BUSY; a relayed one was
+	// paced by the member that relayed it.
+	Produce *quota.Limiter
 	// RelayTimeout bounds a request relayed to the leader (default 10 s).
 	RelayTimeout time.Duration
 	Logger       hclog.Logger
@@ -112,6 +119,8 @@ type Stats struct {
 	// credential was missing, unknown, wrong, expired or revoked.
 	Denied          uint64
 	Unauthenticated uint64
+	// Limited counts sends refused by Options.Produce (SYSTEM_BUSY).
+	Limited uint64
 }
 
 // Broker answers the broker protocol (Serve) and the name-server protocol
@@ -122,7 +131,7 @@ type Broker struct {
 	relays  relayPool
 	groups  *groups
 	stats   struct {
-		requests, sends, relayed, failed, unsupported, pulls, denied, unauthenticated atomic.Uint64
+		requests, sends, relayed, failed, unsupported, pulls, denied, unauthenticated, limited atomic.Uint64
 	}
 }
 
@@ -153,6 +162,9 @@ func (b *Broker) Serve(ctx context.Context, conn *remoting.Conn, req *remoting.C
 func (b *Broker) serve(ctx context.Context, conn *remoting.Conn, req *remoting.Command, p *auth.Principal) *remoting.Command {
 	switch req.Code {
 	case remoting.CodeSendMessage, remoting.CodeSendMessageV2, remoting.CodeSendBatchMessage:
+		if busy := b.pace(ctx, conn, req, p); busy != nil {
+			return busy
+		}
 		return b.send(ctx, conn, req)
 	case remoting.CodeGetRouteInfoByTopic:
 		return b.route(ctx, req)
@@ -209,7 +221,7 @@ func (b *Broker) count(resp *remoting.Command) {
 func (b *Broker) Stats() Stats {
 	return Stats{Requests: b.stats.requests.Load(), Sends: b.stats.sends.Load(), Relayed: b.stats.relayed.Load(),
 		Failed: b.stats.failed.Load(), Unsupported: b.stats.unsupported.Load(), Pulls: b.stats.pulls.Load(),
-		Denied: b.stats.denied.Load(), Unauthenticated: b.stats.unauthenticated.Load()}
+		Denied: b.stats.denied.Load(), Unauthenticated: b.stats.unauthenticated.Load(), Limited: b.stats.limited.Load()}
 }
 
 // Close stops watching consumer connections and closes the connections the

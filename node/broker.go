@@ -58,7 +58,8 @@ func (n *Node) serveRemoting() {
 	}
 	sc := n.cfg.storeConfig()
 	n.remoting.broker = broker.New(brokerBackend{n}, broker.Options{AutoCreateTopics: sc.AutoCreateTopics,
-		DefaultQueues: sc.DefaultQueues, Logger: n.log.Named("broker"), Auth: n.sec.auth, RelayTLS: n.sec.peerTLS()})
+		DefaultQueues: sc.DefaultQueues, Logger: n.log.Named("broker"), Auth: n.sec.auth, RelayTLS: n.sec.peerTLS(),
+		Produce: n.produceQuota})
 	serve := func(srv **remoting.Server, lis net.Listener, h remoting.Handler, what string) {
 		if lis == nil {
 			return

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/raftmq/raftmq/quota"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/tlsconf"
-	"github.com/raftmq/raftmq/transport"
 	"github.com/raftmq/raftmq/vfs"
 )
 
@@ -352,9 +352,11 @@ func (c *Config) validateSecurity() error {
 	return nil
 }
 
-func (l Limits) quotas() transport.Quotas {
-	return transport.Quotas{ProduceMessagesPerSecond: l.ProduceMessagesPerSecond, ProduceBytesPerSecond: l.ProduceBytesPerSecond,
-		LongPollsPerConnection: l.LongPollsPerConnection, MaxTopics: l.MaxTopics, RefusalDelay: time.Second}
+// produceLimiter is the produce quota shared by the gRPC API and the
+// RocketMQ broker (nil without a rate).
+func (l Limits) produceLimiter() *quota.Limiter {
+	return quota.New(quota.Config{MessagesPerSecond: l.ProduceMessagesPerSecond, BytesPerSecond: l.ProduceBytesPerSecond,
+		RefusalDelay: time.Second}, nil)
 }
 
 func (c *Config) tlsFiles() tlsconf.Files {

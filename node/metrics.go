@@ -159,7 +159,7 @@ var (
 	gCorruptions     = newCounter("corruption_total", "Reads this node refused because what they would serve is damaged: a record, the CRC32C of its entry, or a consume-queue unit its record contradicts. Counted by the store opened last (it starts at 0 when the store is reopened or a snapshot installed).")
 	gRebuildPending  = newGauge("store_rebuild_pending", "1 when a read found a consume queue or the index damaged: the rebuild marker is written and the next start rebuilds them from the commitlog.")
 	gRemoting        = newCounter("remoting_requests_total", "RocketMQ protocol requests (broker and name server) by outcome: served (every request), stored (sends stored here), relayed (sends relayed to the leader), pulled (pulls answered), failed (answered with an error code), unsupported (a code not served).", "outcome")
-	gRefused         = newCounter("refused_requests_total", "Requests refused by security and quotas: unauthenticated or not permitted on the gRPC API (denied) or the RocketMQ broker protocol (remoting_denied), over a quota (quota), Raft connections whose mutual-TLS handshake failed (raft_tls).", "reason")
+	gRefused         = newCounter("refused_requests_total", "Requests refused by security and quotas: unauthenticated or not permitted on the gRPC API (denied) or the RocketMQ broker protocol (remoting_denied), over a quota on either (quota, remoting_quota), Raft connections whose mutual-TLS handshake failed (raft_tls).", "reason")
 	gDiskWritten     = newCounter("disk_write_bytes_total", "Bytes this node wrote to disk by file: write()/pwrite bytes, plus the page-aligned cover of msync'd mmap ranges (fallocate, truncate, directory syncs and the file system journal excluded).", "file")
 )
 
@@ -284,6 +284,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		emit(gRefused, float64(gs.Limited), "quota")
 	}
 	emit(gRefused, float64(bs.Denied), "remoting_denied")
+	emit(gRefused, float64(bs.Limited), "remoting_quota")
 	emit(gRefused, float64(c.n.trans.TLSHandshakeFailures()), "raft_tls")
 	emit(gDiskWritten, float64(c.n.bolt.WrittenBytes()), diskRaftLog)
 	for _, class := range c.n.disk.Classes() {

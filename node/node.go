@@ -20,6 +20,7 @@ import (
 	"github.com/raftmq/raftmq/membership"
 	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/node/snapstore"
+	"github.com/raftmq/raftmq/quota"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
 	"github.com/raftmq/raftmq/vfs"
@@ -33,12 +34,14 @@ type Node struct {
 	disk *vfs.Meter       // raftmq_disk_write_bytes_total (metrics.go)
 	host message.HostPort // store host written into records this node leads
 
-	fsm   *fsm.FSM
-	raft  *raft.Raft
-	bolt  RaftStore // raft-boltdb by default (Raft.LogStore)
-	sec   security  // TLS material and auth policy (security.go)
-	trans *RaftTransport
-	snaps *snapstore.Store
+	fsm  *fsm.FSM
+	raft *raft.Raft
+	bolt RaftStore // raft-boltdb by default (Raft.LogStore)
+	sec  security  // TLS material and auth policy (security.go)
+	// produceQuota paces each client's sends on the API and the broker.
+	produceQuota *quota.Limiter
+	trans        *RaftTransport
+	snaps        *snapstore.Store
 
 	batcher *batcher
 	peers   *peerDisks // the leader's view of its peers' disks
@@ -95,6 +98,7 @@ func New(cfg Config) (*Node, error) {
 		n.log.Warn("the auth file can be read by other users: it holds the node token and RocketMQ secret keys", "file", cfg.AuthFile)
 	}
 	n.peers.dialOpts = n.sec.peerDialOptions()
+	n.produceQuota = cfg.Limits.produceLimiter()
 	if err := n.open(); err != nil {
 		_ = n.Close()
 		return nil, err
@@ -296,7 +300,8 @@ func (n *Node) startServers() error {
 	}
 	n.api = transport.NewServer(n, transport.ServerOptions{Logger: n.log, MaxMessageSize: n.cfg.storeConfig().MaxMessageSize,
 		MaxRecvMsgSize: n.cfg.Limits.MaxRequestBytes, GRPC: append(n.metrics.grpcServerOptions(), n.sec.serverOptions()...),
-		ForwardDialOptions: n.sec.peerDialOptions(), Auth: n.sec.auth, Quotas: n.cfg.Limits.quotas()})
+		ForwardDialOptions: n.sec.peerDialOptions(), Auth: n.sec.auth,
+		Quotas: transport.Quotas{Produce: n.produceQuota, LongPollsPerConnection: n.cfg.Limits.LongPollsPerConnection, MaxTopics: n.cfg.Limits.MaxTopics}})
 	n.metrics.grpc.InitializeMetrics(n.api)
 	n.httpSrv = &http.Server{Handler: n.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
 	n.goroutine(func() {

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync/atomic"
 
@@ -45,7 +44,7 @@ func (s *Server) GuardStats() GuardStats {
 	st := GuardStats{Denied: s.guard.denied.Load()}
 	if s.guard.quotas != nil {
 		st.Limited = s.guard.quotas.limited.Load()
-		st.Throttled = s.guard.quotas.throttled.Load()
+		st.Throttled = s.guard.quotas.lim.Produce.Stats().Throttled
 	}
 	return st
 }
@@ -235,6 +234,3 @@ func clientKey(ctx context.Context, p *auth.Principal) string {
 	}
 	return "unknown"
 }
-
-// errQuota is wrapped by every quota refusal.
-var errQuota = errors.New("quota exceeded")

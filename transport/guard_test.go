@@ -18,6 +18,7 @@ import (
 
 	"github.com/raftmq/raftmq/auth"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
+	"github.com/raftmq/raftmq/quota"
 	"github.com/raftmq/raftmq/transport"
 	"github.com/raftmq/raftmq/transport/transporttest"
 )
@@ -197,8 +198,9 @@ func (c *fakeClock) Add(d time.Duration) {
 
 func TestQuotasCutOneClientNotAnother(t *testing.T) {
 	clk := &fakeClock{now: time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)}
-	s := transporttest.StartTWith(t, transport.ServerOptions{Auth: openAuth(t), Now: clk.Now,
-		Quotas: transport.Quotas{ProduceMessagesPerSecond: 100, ProduceBytesPerSecond: 1 << 20, MaxTopics: 2}})
+	lim := quota.New(quota.Config{MessagesPerSecond: 100, BytesPerSecond: 1 << 20}, clk.Now)
+	s := transporttest.StartTWith(t, transport.ServerOptions{Auth: openAuth(t),
+		Quotas: transport.Quotas{Produce: lim, MaxTopics: 2}})
 	c := pb.NewRaftMQClient(dialConn(t, s.Addr))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

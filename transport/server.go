@@ -94,7 +94,7 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	}
 	s.guard = guard{s: s, auth: opts.Auth}
 	if opts.Quotas.Enabled() {
-		s.guard.quotas = newQuotas(opts.Quotas, opts.Now)
+		s.guard.quotas = newQuotas(opts.Quotas)
 	}
 	s.grpc = grpc.NewServer(append(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize), grpc.MaxSendMsgSize(max(opts.MaxRecvMsgSize, wire.MaxResponseBytes)),
 		grpc.ForceServerCodecV2(newPullCodec()),

@@ -14,7 +14,7 @@
 //	commitlog                         the log of message records
 //	mmap, wire, meta, internal/lossyfs  mapped files; the client-server contract;
 //	                                  store metadata and admin commands; the lossy test file system
-//	vfs, proto, message, remoting, tlsconf, auth,
+//	vfs, proto, message, remoting, tlsconf, auth, quota,
 //	internal leaves                   imported by anything
 //
 // A package may import only packages of a lower layer (never one of its own
