@@ -16,7 +16,7 @@ import (
 )
 
 // binaries builds raftmq-node and raftmq once per test binary.
-func binaries(t *testing.T) nodeproc.Binaries {
+func binaries(t testing.TB) nodeproc.Binaries {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e: starts real node processes (skipped with -short)")
@@ -31,7 +31,7 @@ func binaries(t *testing.T) nodeproc.Binaries {
 // startCluster starts an n-node loopback cluster with small store files
 // that the test's cleanup stops (SIGTERM, then SIGKILL); data dirs and logs
 // are kept on failure.
-func startCluster(t *testing.T, n int, tune ...func(*nodeproc.ClusterOptions)) *nodeproc.Cluster {
+func startCluster(t testing.TB, n int, tune ...func(*nodeproc.ClusterOptions)) *nodeproc.Cluster {
 	t.Helper()
 	bin := binaries(t)
 	dir := nodeproc.TempDir(t, "e2e-"+strings.ReplaceAll(t.Name(), "/", "_"))
@@ -60,7 +60,7 @@ func startCluster(t *testing.T, n int, tune ...func(*nodeproc.ClusterOptions)) *
 }
 
 // newClient connects a Go client to all nodes of c.
-func newClient(t *testing.T, ctx context.Context, c *nodeproc.Cluster, opts client.Options) *client.Client {
+func newClient(t testing.TB, ctx context.Context, c *nodeproc.Cluster, opts client.Options) *client.Client {
 	t.Helper()
 	cl, err := client.New(ctx, c.APIAddrs(), opts)
 	if err != nil {

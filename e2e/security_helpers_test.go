@@ -71,7 +71,7 @@ consume = ["orders*"]
 groups = ["billing"]
 `
 
-func newPKI(t *testing.T, dir string) *testPKI {
+func newPKI(t testing.TB, dir string) *testPKI {
 	t.Helper()
 	ca, err := tlsconf.NewAuthority("raftmq e2e CA", time.Now().Add(24*time.Hour))
 	if err != nil {
@@ -90,7 +90,7 @@ func newPKI(t *testing.T, dir string) *testPKI {
 }
 
 // writeAuth writes the auth file; revoke marks "revocable" revoked.
-func (p *testPKI) writeAuth(t *testing.T, revoke bool) {
+func (p *testPKI) writeAuth(t testing.TB, revoke bool) {
 	t.Helper()
 	body := authUsers
 	for _, u := range []string{"ops", "producer", "consumer", "expired", "revocable", "node"} {
@@ -112,7 +112,7 @@ func (p *testPKI) writeAuth(t *testing.T, revoke bool) {
 }
 
 // issue writes name.pem and name-key.pem for 127.0.0.1 and localhost.
-func (p *testPKI) issue(t *testing.T, name string) (certFile, keyFile string) {
+func (p *testPKI) issue(t testing.TB, name string) (certFile, keyFile string) {
 	t.Helper()
 	leaf, err := p.ca.Issue(name, []string{"127.0.0.1", "localhost"}, time.Now().Add(-time.Minute), time.Now().Add(24*time.Hour))
 	if err != nil {
@@ -126,13 +126,13 @@ func (p *testPKI) issue(t *testing.T, name string) (certFile, keyFile string) {
 }
 
 // nodeArgs are node id's security flags.
-func (p *testPKI) nodeArgs(t *testing.T, id string) []string {
+func (p *testPKI) nodeArgs(t testing.TB, id string) []string {
 	cert, key := p.issue(t, id)
 	return []string{"--tls-cert", cert, "--tls-key", key, "--tls-ca", p.caFile, "--auth-file", p.authFile}
 }
 
 // clientTLS trusts the CA (and presents a client certificate if name != "").
-func (p *testPKI) clientTLS(t *testing.T, name string) *tls.Config {
+func (p *testPKI) clientTLS(t testing.TB, name string) *tls.Config {
 	t.Helper()
 	var cert, key string
 	if name != "" {
@@ -145,7 +145,7 @@ func (p *testPKI) clientTLS(t *testing.T, name string) *tls.Config {
 	return cfg
 }
 
-func (p *testPKI) pool(t *testing.T) *x509.CertPool {
+func (p *testPKI) pool(t testing.TB) *x509.CertPool {
 	t.Helper()
 	pool, err := tlsconf.LoadPool(p.caFile)
 	if err != nil {
@@ -157,7 +157,7 @@ func (p *testPKI) pool(t *testing.T) *x509.CertPool {
 // secure makes a cluster run with TLS and authentication: per-node
 // certificates, https for the harness, the CLI with the CA and the admin
 // token.
-func (p *testPKI) secure(t *testing.T) func(*nodeproc.ClusterOptions) {
+func (p *testPKI) secure(t testing.TB) func(*nodeproc.ClusterOptions) {
 	return func(o *nodeproc.ClusterOptions) {
 		o.ArgsFor = func(i int) []string { return p.nodeArgs(t, "n"+string(rune('1'+i))) }
 		o.HTTPTLS = &tls.Config{RootCAs: p.pool(t)}
@@ -166,6 +166,6 @@ func (p *testPKI) secure(t *testing.T) func(*nodeproc.ClusterOptions) {
 }
 
 // options are Go client options as user (a token) with the CA.
-func (p *testPKI) options(t *testing.T, user string) client.Options {
+func (p *testPKI) options(t testing.TB, user string) client.Options {
 	return client.Options{TLS: p.clientTLS(t, ""), Token: p.tokens[user]}
 }
