@@ -20,6 +20,7 @@ import (
 )
 
 var chaosDuration = flag.Duration("chaos.duration", 0, "run chaos schedules back to back for this long (0: one short schedule)")
+var chaosPlain = flag.Bool("chaos.plain", false, "run the nodes without TLS and authentication (default: TLS on every port, mutual TLS between nodes, an auth file; the harness uses the CA and an admin token)")
 var chaosKinds = flag.String("chaos.kinds", "", "comma-separated fault kinds to run instead of every kind (focus or replay)")
 
 // Fault kinds.
@@ -55,8 +56,8 @@ func TestChaos(t *testing.T) {
 			t.Logf("after %d schedules (%v left): %s", i+1, time.Until(deadline).Round(time.Second), total)
 		}
 	}
-	t.Logf("chaos tally (seed %d): %s", seed, total)
-	fmt.Printf("chaos tally (seed %d): %s\n", seed, total)
+	t.Logf("chaos tally (seed %d, %s): %s", seed, env.mode(), total)
+	fmt.Printf("chaos tally (seed %d, %s): %s\n", seed, env.mode(), total)
 	if total.bad() > 0 {
 		t.Errorf("seed %d: %d problems found", seed, total.bad())
 	}
@@ -66,12 +67,23 @@ func TestChaos(t *testing.T) {
 type chaosEnv struct {
 	net   bool // network namespaces: network faults
 	lossy bool // lossyfs mounts: power-loss faults
+	// secure: nodes run with TLS and an auth file (not -chaos.plain).
+	secure bool
+}
+
+// mode names how the nodes ran, for the tally.
+func (e chaosEnv) mode() string {
+	if e.secure {
+		return "secure: TLS, mutual TLS between nodes, auth"
+	}
+	return "plain: no TLS, no auth (-chaos.plain)"
 }
 
 // chaosEnvironment finds out which fault families can run. Without root,
 // netns or FUSE they are skipped loudly; under CI=true that is a failure.
 func chaosEnvironment(t *testing.T) chaosEnv {
-	env := chaosEnv{net: true, lossy: true}
+	env := chaosEnv{net: true, lossy: true, secure: !*chaosPlain}
+	t.Logf("nodes run %s", env.mode())
 	if err := netAvailable(); err != nil {
 		if testenv.InCI() {
 			t.Fatalf("CI=true but network faults cannot run: %v", err)
@@ -115,16 +127,22 @@ func scheduleKinds(rng *rand.Rand, env chaosEnv, extra int) []string {
 func runSchedule(t *testing.T, seed int64, env chaosEnv, extra int) *tally {
 	tl := newTally()
 	tl.Schedules = 1
+	if env.secure {
+		tl.Secure = 1
+	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	kinds := scheduleKinds(rng, env, extra)
 	t.Logf("seed %d schedule: %s", seed, strings.Join(kinds, " "))
 	dir := nodeproc.TempDir(t, "chaos")
 	ctx := context.Background()
-	tc, err := startTestCluster(ctx, t, dir, clusterOptions{net: env.net, lossy: env.lossy})
+	tc, err := startTestCluster(ctx, t, dir, clusterOptions{net: env.net, lossy: env.lossy, secure: env.secure})
 	if err != nil {
 		t.Fatalf("seed %d: start cluster: %v", seed, err)
 	}
 	t.Cleanup(tc.close)
+	if env.secure {
+		proveSecure(ctx, tc, tl, "start")
+	}
 	w, err := startWorkload(ctx, tc, seed)
 	if err != nil {
 		t.Fatalf("seed %d: start workload: %v", seed, err)
@@ -169,7 +187,13 @@ func runSchedule(t *testing.T, seed int64, env chaosEnv, extra int) *tally {
 		tc.dumpStacks(fmt.Sprintf("after healing: %v", err))
 		tl.problem(&tl.Unrecovered, "after healing: %v", err)
 	}
+	if env.secure && err == nil { // a cluster that did not heal is reported above
+		proveSecure(ctx, tc, tl, "end")
+	}
 	writeAckLog(filepath.Join(dir, "ack.log"), w)
+	for _, why := range w.failedWhy {
+		t.Logf("failed send (the client says nothing was applied): %s", why)
+	}
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	if err := check(cctx, tc, w, tl); err != nil {
 		tl.problem(&tl.Unrecovered, "check: %v", err)

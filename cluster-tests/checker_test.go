@@ -23,6 +23,7 @@ import (
 // Faults must stay 0.
 type tally struct {
 	Schedules, Acked, Unknown, Failed, Commits int
+	Secure                                     int // schedules run with TLS and auth
 	Faults                                     map[string]int
 	// Evidence counts proofs that faults hit their window or had their
 	// effect (a kill before the node was healthy, a kill mid-install,
@@ -32,6 +33,7 @@ type tally struct {
 	Lost, Duplicated, Inconsistent, Misplaced, Gaps, OrderViolations int
 	UnknownTwice, FailedPresent, Phantom, DirtyReads, ConsumerGaps   int
 	OffsetRegressions, VerifyFailures, Unrecovered                   int
+	SecurityFailures                                                 int // a secure cluster that was not (proveSecure)
 
 	problems []string
 }
@@ -47,11 +49,12 @@ func (t *tally) problem(counter *int, format string, args ...any) {
 
 func (t *tally) bad() int {
 	return t.Lost + t.Duplicated + t.Inconsistent + t.Misplaced + t.Gaps + t.OrderViolations + t.UnknownTwice +
-		t.FailedPresent + t.Phantom + t.DirtyReads + t.ConsumerGaps + t.OffsetRegressions + t.VerifyFailures + t.Unrecovered
+		t.FailedPresent + t.Phantom + t.DirtyReads + t.ConsumerGaps + t.OffsetRegressions + t.VerifyFailures + t.Unrecovered + t.SecurityFailures
 }
 
 func (t *tally) add(o *tally) {
 	t.Schedules += o.Schedules
+	t.Secure += o.Secure
 	t.Acked += o.Acked
 	t.Unknown += o.Unknown
 	t.Failed += o.Failed
@@ -76,6 +79,7 @@ func (t *tally) add(o *tally) {
 	t.OffsetRegressions += o.OffsetRegressions
 	t.VerifyFailures += o.VerifyFailures
 	t.Unrecovered += o.Unrecovered
+	t.SecurityFailures += o.SecurityFailures
 	t.problems = append(t.problems, o.problems...)
 }
 
@@ -96,12 +100,12 @@ func (t *tally) String() string {
 		evidence = append(evidence, fmt.Sprintf("%s=%d", k, v))
 	}
 	sort.Strings(evidence)
-	return fmt.Sprintf("schedules=%d acked=%d unknown=%d failed=%d group-commits=%d faults=%d {%s} evidence {%s}\n"+
+	return fmt.Sprintf("schedules=%d (secure %d: TLS and auth) acked=%d unknown=%d failed=%d group-commits=%d faults=%d {%s} evidence {%s}\n"+
 		"lost=%d duplicated=%d inconsistent=%d misplaced=%d gaps=%d order=%d unknown-twice=%d failed-present=%d "+
-		"phantom=%d dirty-reads=%d consumer-gaps=%d offset-regressions=%d verify-failures=%d unrecovered=%d",
-		t.Schedules, t.Acked, t.Unknown, t.Failed, t.Commits, total, strings.Join(faults, " "), strings.Join(evidence, " "),
+		"phantom=%d dirty-reads=%d consumer-gaps=%d offset-regressions=%d verify-failures=%d unrecovered=%d security-failures=%d",
+		t.Schedules, t.Secure, t.Acked, t.Unknown, t.Failed, t.Commits, total, strings.Join(faults, " "), strings.Join(evidence, " "),
 		t.Lost, t.Duplicated, t.Inconsistent, t.Misplaced, t.Gaps, t.OrderViolations, t.UnknownTwice, t.FailedPresent,
-		t.Phantom, t.DirtyReads, t.ConsumerGaps, t.OffsetRegressions, t.VerifyFailures, t.Unrecovered)
+		t.Phantom, t.DirtyReads, t.ConsumerGaps, t.OffsetRegressions, t.VerifyFailures, t.Unrecovered, t.SecurityFailures)
 }
 
 // stored is one message as a node holds it.

@@ -34,6 +34,21 @@
 //     (iptables statistic). Without root the network and power-loss faults
 //     are skipped with a printed reason; with CI=true that is a failure.
 //
+// TestChaos runs the nodes secure by default: at test time the harness
+// makes a CA, a certificate per node (for the node's IP, 127.0.0.1 and
+// localhost) and an auth file (mode 0600: a random node_token and one admin
+// user) in the run's pki/ directory — not in a data dir, which a power loss
+// or a membership fault wipes — and starts every node, a re-joined one too,
+// with --tls-cert, --tls-key, --tls-ca and --auth-file: TLS on the API and
+// HTTP ports, mutual TLS on the Raft port and between nodes. The harness
+// dials with the CA and the admin user's token (the Go client, direct gRPC
+// connections, https polling of /status, pprof, the CLI). At the start and
+// after healing it proves that every node refuses a plaintext gRPC call and
+// a TLS call without a token, counts that refusal in /metrics scraped over
+// https, does not serve plain http and keeps pprof for admins; the tally
+// says how many schedules ran secure and counts security failures.
+// -chaos.plain runs without TLS and auth. The other tests run plain.
+//
 // A workload runs throughout: producers with unique payloads record every
 // acknowledged (msgId, topic, queueId, queueOffset) and every unknown
 // outcome, consumers long-poll every queue from offset 0, and a consumer
@@ -53,7 +68,8 @@
 //
 // and the long mode with -chaos.duration=60m -chaos.maxbatch=12 (bigger
 // producer sends, so a long run acknowledges millions of messages);
-// -chaos.kinds=a,b focuses on some kinds. TestFailover kills the leader
+// -chaos.kinds=a,b focuses on some kinds; -chaos.plain turns TLS and auth
+// off. TestFailover kills the leader
 // 20 times and reports the time from kill to the first acknowledged write
 // (RAFTMQ_FAILOVER_HEARTBEAT=shipped: with the node's default timeouts).
 // A failing run prints its seed and keeps data dirs and logs.

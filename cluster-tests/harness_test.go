@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/nodeproc"
@@ -71,6 +70,10 @@ type clusterOptions struct {
 	net       bool          // nodes in network namespaces (root only)
 	lossy     bool          // every data dir on its own lossyfs mount (root, /dev/fuse)
 	heartbeat time.Duration // raft heartbeat and election timeout
+	// secure: TLS on every listener, mutual TLS between nodes, and
+	// authentication (clusterSecurity); the harness dials with the CA and
+	// an admin token.
+	secure bool
 }
 
 // testCluster is three real node processes plus what the test needs to
@@ -82,6 +85,8 @@ type testCluster struct {
 	lab *netLab // nil: loopback, no network faults
 	// mounts[i] is node i's lossyfs (its data dir); nil without opts.lossy.
 	mounts []*lossyMount
+	// sec is the TLS and auth material of a secure cluster; nil: plain.
+	sec *clusterSecurity
 
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn
@@ -116,7 +121,15 @@ func startTestCluster(ctx context.Context, t testing.TB, dir string, opts cluste
 	}
 	args := []string{"--config", cfgPath}
 	if !opts.net {
-		c, err := nodeproc.StartCluster(ctx, bin, nodeproc.ClusterOptions{N: 3, Dir: dir, Args: args})
+		co := nodeproc.ClusterOptions{N: 3, Dir: dir, Args: args}
+		if opts.secure {
+			if err := tc.makeSecure(dir, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}); err != nil {
+				tc.close()
+				return nil, err
+			}
+			co.ArgsFor, co.HTTPTLS, co.CLIArgs = tc.sec.argsFor, tc.sec.tls, tc.sec.cliArgs()
+		}
+		c, err := nodeproc.StartCluster(ctx, bin, co)
 		if err != nil {
 			tc.close()
 			return nil, err
@@ -131,6 +144,13 @@ func startTestCluster(ctx context.Context, t testing.TB, dir string, opts cluste
 	}
 	tc.lab = lab
 	tc.c = &nodeproc.Cluster{Bin: bin}
+	if opts.secure {
+		if err := tc.makeSecure(dir, []string{lab.IP(0), lab.IP(1), lab.IP(2)}); err != nil {
+			tc.close()
+			return nil, err
+		}
+		tc.c.CLIArgs = tc.sec.cliArgs()
+	}
 	var peers []string
 	specs := make([]nodeproc.Spec, 3)
 	for i := range specs {
@@ -141,6 +161,10 @@ func startTestCluster(ctx context.Context, t testing.TB, dir string, opts cluste
 			HTTPAddr: net.JoinHostPort(ip, strconv.Itoa(nsHTTPPort))}
 		if tc.mounts != nil {
 			specs[i].OnSlowKill = tc.mounts[i].dumpGoroutines
+		}
+		if tc.sec != nil {
+			specs[i].Args = append(append([]string{}, args...), tc.sec.argsFor(i)...)
+			specs[i].HTTPTLS = tc.sec.tls
 		}
 		peers = append(peers, id+"="+specs[i].RaftAddr)
 	}
@@ -164,6 +188,18 @@ func startTestCluster(ctx context.Context, t testing.TB, dir string, opts cluste
 	return tc, nil
 }
 
+// makeSecure makes the cluster's TLS and auth material in dir/pki (not in
+// a node's data dir: see clusterSecurity); ips[i] is node i's address.
+func (tc *testCluster) makeSecure(dir string, ips []string) error {
+	sec, err := newClusterSecurity(filepath.Join(dir, "pki"), ips)
+	if err != nil {
+		return fmt.Errorf("TLS and auth material: %w", err)
+	}
+	tc.sec = sec
+	tc.t.Logf("secure cluster: TLS on every port, mutual TLS between nodes, auth file %s (CA, certificates and harness token in %s)", sec.authFile, sec.dir)
+	return nil
+}
+
 // close kills every node and removes the namespaces; idempotent.
 func (tc *testCluster) close() {
 	tc.mu.Lock()
@@ -172,6 +208,9 @@ func (tc *testCluster) close() {
 	}
 	tc.conns = map[string]*grpc.ClientConn{}
 	tc.mu.Unlock()
+	if tc.sec != nil {
+		tc.sec.http.CloseIdleConnections()
+	}
 	if tc.c != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		_ = tc.c.Stop(ctx)
@@ -198,8 +237,8 @@ func (tc *testCluster) direct(i int) (pb.RaftMQClient, error) {
 	cc, ok := tc.conns[addr]
 	if !ok {
 		var err error
-		cc, err = grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+		cc, err = grpc.NewClient(addr, append(tc.dialOptions(),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))...)
 		if err != nil {
 			return nil, err
 		}
@@ -237,7 +276,7 @@ func (tc *testCluster) mustClient(t *testing.T, first int) *client.Client {
 func (tc *testCluster) newClient(ctx context.Context, first int, readAny bool) (*client.Client, error) {
 	addrs := tc.c.APIAddrs()
 	seeds := append(addrs[first%len(addrs):], addrs[:first%len(addrs)]...)
-	return client.New(ctx, seeds, client.Options{ReadFromAny: readAny})
+	return client.New(ctx, seeds, tc.clientOptions(readAny))
 }
 
 // leader waits (bounded by d) for an agreed leader.
@@ -349,7 +388,9 @@ func (tc *testCluster) sameState(ctx context.Context) (string, error) {
 }
 
 // rejoinWiped removes node i from the cluster, kills it, wipes its data dir
-// and starts it empty with --join through another member.
+// and starts it empty with --join through another member. The new process
+// keeps the spec's flags, so a secure cluster's member re-joins with the
+// same certificate and auth file (in dir/pki, which the wipe leaves alone).
 func (tc *testCluster) rejoinWiped(ctx context.Context, cl *client.Client, i int) error {
 	id := tc.id(i)
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)

@@ -308,7 +308,7 @@ func (tc *testCluster) dumpStacks(reason string) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		body, err := p.Get(ctx, "/debug/pprof/goroutine?debug=2")
+		body, err := tc.adminGet(ctx, p, "/debug/pprof/goroutine?debug=2")
 		cancel()
 		path := p.LogPath() + ".stacks"
 		if err != nil {

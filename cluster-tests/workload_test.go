@@ -61,6 +61,7 @@ type workload struct {
 	committed   [queues]int64 // highest acknowledged commit per queue
 	commits     int
 	regressions []string // committed offsets read back lower than acknowledged
+	failedWhy   []string // the first few errors of failed sends, for the log
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -190,6 +191,9 @@ func (w *workload) produce(cl *client.Client, p int) {
 		}
 		w.mu.Lock()
 		w.sends = append(w.sends, recs...)
+		if len(recs) > 0 && recs[0].outcome == failed && len(w.failedWhy) < 5 {
+			w.failedWhy = append(w.failedWhy, fmt.Sprintf("%s producer %d: %v", time.Now().Format("15:04:05.000"), p, err))
+		}
 		w.mu.Unlock()
 	}
 }
