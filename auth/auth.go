@@ -55,6 +55,10 @@ type User struct {
 	Produce     []string  `toml:"produce"`
 	Consume     []string  `toml:"consume"`
 	Groups      []string  `toml:"groups"`
+	// ProduceMessagesPerSecond and ProduceBytesPerSecond are this user's
+	// own produce quota, in place of the node's [limits] (0: those).
+	ProduceMessagesPerSecond float64 `toml:"produce_messages_per_second"`
+	ProduceBytesPerSecond    float64 `toml:"produce_bytes_per_second"`
 }
 
 // File is the auth file.
@@ -90,6 +94,15 @@ func (p *Principal) Allowed(role Role, resource string) bool {
 		return matchAny(p.user.Groups, resource)
 	}
 	return false
+}
+
+// ProduceRates are the principal's own produce quota (messages and body
+// bytes per second; 0: the node's default). Other nodes have none.
+func (p *Principal) ProduceRates() (messages, bytes float64) {
+	if p == nil || p.user == nil {
+		return 0, 0
+	}
+	return p.user.ProduceMessagesPerSecond, p.user.ProduceBytesPerSecond
 }
 
 // Check is Allowed as an error: ErrDenied wrapped with what was refused.
@@ -201,6 +214,9 @@ func compile(f File) (*policy, error) {
 		}
 		if err := u.index(p); err != nil {
 			return nil, err
+		}
+		if u.ProduceMessagesPerSecond < 0 || u.ProduceBytesPerSecond < 0 {
+			return nil, fmt.Errorf("user %q: a negative produce quota", u.Name)
 		}
 		for _, list := range [][]string{u.Produce, u.Consume, u.Groups} {
 			for _, pat := range list {

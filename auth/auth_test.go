@@ -296,3 +296,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestOwnProduceRates(t *testing.T) {
+	a, err := Open(writeFile(t, "[[users]]\nname = \"a\"\ncert_cn = \"a\"\nproduce_messages_per_second = 50\nproduce_bytes_per_second = 1e6\n[[users]]\nname = \"b\"\ncert_cn = \"b\"\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, _ := a.Cert("a")
+	pb, _ := a.Cert("b")
+	if m, b := pa.ProduceRates(); m != 50 || b != 1e6 {
+		t.Errorf("a's rates %v %v", m, b)
+	}
+	if m, b := pb.ProduceRates(); m != 0 || b != 0 {
+		t.Errorf("b's rates %v %v, want the defaults (0)", m, b)
+	}
+	if _, err := Parse("[[users]]\nname = \"a\"\ncert_cn = \"a\"\nproduce_bytes_per_second = -1\n"); err == nil {
+		t.Error("a negative quota parsed")
+	}
+}

@@ -22,6 +22,8 @@
 //	produce = ["orders", "orders-*"]          # topic patterns (path.Match, "*" for all)
 //	consume = ["orders"]                      # topic patterns
 //	groups = ["billing", "audit-*"]           # consumer-group patterns
+//	produce_messages_per_second = 5000        # this user's quota instead of the
+//	produce_bytes_per_second = 0              # node's [limits] (0: those)
 //
 // Tokens are random (raftmq auth token makes 256-bit ones), so the file
 // keeps only their SHA-256; RocketMQ's signature is an HMAC, so a secret

@@ -29,7 +29,8 @@ func (b *Broker) pace(ctx context.Context, conn *remoting.Conn, req *remoting.Co
 	for _, m := range msgs {
 		size += len(m.Body)
 	}
-	err = b.o.Produce.Send(ctx, paceClient(conn, p), len(msgs), size)
+	rm, rb := p.ProduceRates()
+	err = b.o.Produce.SendAt(ctx, paceClient(conn, p), quota.Rates{MessagesPerSecond: rm, BytesPerSecond: rb}, len(msgs), size)
 	if err == nil {
 		return nil
 	}

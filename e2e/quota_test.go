@@ -18,14 +18,16 @@ import (
 	"github.com/raftmq/raftmq/internal/nodeproc"
 )
 
-// quotaRate is the per-client produce quota of the quota tests
+// quotaRate is the default per-client produce quota of the quota tests
 // (messages per second).
-const quotaRate = 1000
+const quotaRate = 200
 
 // quotaRig is a secure 3-node cluster whose [limits] give every client
 // quotaRate messages per second, a well-behaved client (one synchronous
-// send at a time) and a flooding one (24 senders of 50-message batches,
-// each resending as soon as it is answered), each with its own token.
+// send at a time; its user "steady" has a quota of its own, well above
+// what it sends) and a flooding one (8 senders of 50-message batches,
+// each resending as soon as it is answered, under the default quota),
+// each with its own token.
 type quotaRig struct {
 	t           testing.TB
 	ctx         context.Context
@@ -46,7 +48,7 @@ func newQuotaRig(t testing.TB, ctx context.Context) *quotaRig {
 	if err := newClient(t, ctx, c, pki.options(t, "ops")).CreateTopic(ctx, "orders", 4); err != nil {
 		t.Fatal(err)
 	}
-	return &quotaRig{t: t, ctx: ctx, good: newClient(t, ctx, c, pki.options(t, "revocable")),
+	return &quotaRig{t: t, ctx: ctx, good: newClient(t, ctx, c, pki.options(t, "steady")),
 		flood: newClient(t, ctx, c, pki.options(t, "producer")), body: make([]byte, 1024)}
 }
 
@@ -70,7 +72,7 @@ func (r *quotaRig) flooded(f func()) float64 {
 	var wg sync.WaitGroup
 	var failed atomic.Value
 	before := r.accepted.Load()
-	for range 24 {
+	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -57,6 +57,12 @@ revoked = false
 produce = ["*"]
 
 [[users]]
+name = "steady"
+token_sha256 = "{steady}"
+produce = ["orders"]
+produce_messages_per_second = 100000
+
+[[users]]
 name = "billing-app"
 cert_cn = "billing-app"
 consume = ["orders*"]
@@ -93,7 +99,7 @@ func newPKI(t testing.TB, dir string) *testPKI {
 func (p *testPKI) writeAuth(t testing.TB, revoke bool) {
 	t.Helper()
 	body := authUsers
-	for _, u := range []string{"ops", "producer", "consumer", "expired", "revocable", "node"} {
+	for _, u := range []string{"ops", "producer", "consumer", "expired", "revocable", "steady", "node"} {
 		if p.tokens[u] == "" {
 			p.tokens[u] = auth.NewToken()
 		}

@@ -353,10 +353,12 @@ func (c *Config) validateSecurity() error {
 }
 
 // produceLimiter is the produce quota shared by the gRPC API and the
-// RocketMQ broker (nil without a rate).
-func (l Limits) produceLimiter() *quota.Limiter {
+// RocketMQ broker: nil without a rate, unless users may carry their own
+// (an auth file).
+func (c *Config) produceLimiter() *quota.Limiter {
+	l := c.Limits
 	return quota.New(quota.Config{MessagesPerSecond: l.ProduceMessagesPerSecond, BytesPerSecond: l.ProduceBytesPerSecond,
-		RefusalDelay: time.Second}, nil)
+		RefusalDelay: time.Second, PerClient: c.AuthFile != ""}, nil)
 }
 
 func (c *Config) tlsFiles() tlsconf.Files {

@@ -98,7 +98,7 @@ func New(cfg Config) (*Node, error) {
 		n.log.Warn("the auth file can be read by other users: it holds the node token and RocketMQ secret keys", "file", cfg.AuthFile)
 	}
 	n.peers.dialOpts = n.sec.peerDialOptions()
-	n.produceQuota = cfg.Limits.produceLimiter()
+	n.produceQuota = cfg.produceLimiter()
 	if err := n.open(); err != nil {
 		_ = n.Close()
 		return nil, err

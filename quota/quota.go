@@ -37,10 +37,20 @@ type Config struct {
 	// RefusalDelay holds a refusal this long before it is answered
 	// (0: answer at once).
 	RefusalDelay time.Duration
+	// PerClient keeps a limiter without rates of its own: some clients
+	// carry Rates (SendAt), the others are not limited.
+	PerClient bool
 }
 
 // Enabled reports whether a rate is set.
 func (c Config) Enabled() bool { return c.MessagesPerSecond > 0 || c.BytesPerSecond > 0 }
+
+// Rates override Config's rates for one client (a user's own quota); zero
+// keeps the configured rate.
+type Rates struct {
+	MessagesPerSecond float64
+	BytesPerSecond    float64
+}
 
 // Limiter holds the clients' buckets. Its zero value is not usable; a nil
 // *Limiter admits everything.
@@ -67,9 +77,9 @@ const (
 )
 
 // New returns a limiter with cfg; now is its clock (nil: time.Now). It
-// returns nil when no rate is set.
+// returns nil when no rate is set and cfg.PerClient is false.
 func New(cfg Config, now func() time.Time) *Limiter {
-	if !cfg.Enabled() {
+	if !cfg.Enabled() && !cfg.PerClient {
 		return nil
 	}
 	if cfg.MaxWait <= 0 {
@@ -99,11 +109,23 @@ func (l *Limiter) Stats() Stats {
 // holding it while its rate requires (see the package doc), or returns an
 // error wrapping ErrExceeded, or ctx's error if ctx ends while held.
 func (l *Limiter) Send(ctx context.Context, client string, n, size int) error {
+	return l.SendAt(ctx, client, Rates{}, n, size)
+}
+
+// SendAt is Send for a client with rates of its own.
+func (l *Limiter) SendAt(ctx context.Context, client string, own Rates, n, size int) error {
 	if l == nil {
 		return nil
 	}
+	rates := Rates{MessagesPerSecond: l.cfg.MessagesPerSecond, BytesPerSecond: l.cfg.BytesPerSecond}
+	if own.MessagesPerSecond > 0 {
+		rates.MessagesPerSecond = own.MessagesPerSecond
+	}
+	if own.BytesPerSecond > 0 {
+		rates.BytesPerSecond = own.BytesPerSecond
+	}
 	now := l.now()
-	b := l.buckets(client, now, n, size)
+	b := l.buckets(client, rates, now, n, size)
 	var wait time.Duration
 	var held []*rate.Reservation
 	for _, r := range []struct {
@@ -111,7 +133,7 @@ func (l *Limiter) Send(ctx context.Context, client string, n, size int) error {
 		n    int
 		rate float64
 		what string
-	}{{b.msgs, n, l.cfg.MessagesPerSecond, "messages"}, {b.bytes, size, l.cfg.BytesPerSecond, "body bytes"}} {
+	}{{b.msgs, n, rates.MessagesPerSecond, "messages"}, {b.bytes, size, rates.BytesPerSecond, "body bytes"}} {
 		if r.lim == nil {
 			continue
 		}
@@ -139,9 +161,9 @@ func (l *Limiter) Send(ctx context.Context, client string, n, size int) error {
 	return nil
 }
 
-// buckets returns client's buckets, made or widened to hold one request of
-// n messages and size bytes.
-func (l *Limiter) buckets(client string, now time.Time, n, size int) *buckets {
+// buckets returns client's buckets at rates (made, re-rated after a
+// change, or widened to hold one request of n messages and size bytes).
+func (l *Limiter) buckets(client string, rates Rates, now time.Time, n, size int) *buckets {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.clients[client]
@@ -149,25 +171,33 @@ func (l *Limiter) buckets(client string, now time.Time, n, size int) *buckets {
 		if len(l.clients) >= maxClients {
 			l.sweep(now)
 		}
-		// A new client starts with full buckets, each holding its
-		// first request at least.
 		b = &buckets{}
-		if r := l.cfg.MessagesPerSecond; r > 0 {
-			b.msgs = rate.NewLimiter(rate.Limit(r), max(int(r), n, 1))
-		}
-		if r := l.cfg.BytesPerSecond; r > 0 {
-			b.bytes = rate.NewLimiter(rate.Limit(r), max(int(r), size, 1))
-		}
 		l.clients[client] = b
 	}
-	if b.msgs != nil && b.msgs.Burst() < n {
-		b.msgs.SetBurstAt(now, n)
-	}
-	if b.bytes != nil && b.bytes.Burst() < size {
-		b.bytes.SetBurstAt(now, size)
-	}
+	b.msgs = bucket(b.msgs, rates.MessagesPerSecond, now, n)
+	b.bytes = bucket(b.bytes, rates.BytesPerSecond, now, size)
 	b.seen = now
 	return b
+}
+
+// bucket is lim at r per second holding at least n: a new client starts
+// with a full bucket of a second's worth (at least its first request); a
+// rate that changed is applied from now; r == 0 drops the bucket.
+func bucket(lim *rate.Limiter, r float64, now time.Time, n int) *rate.Limiter {
+	switch {
+	case r <= 0:
+		return nil
+	case lim == nil:
+		return rate.NewLimiter(rate.Limit(r), max(int(r), n, 1))
+	}
+	if lim.Limit() != rate.Limit(r) {
+		lim.SetLimitAt(now, rate.Limit(r))
+		lim.SetBurstAt(now, max(int(r), 1))
+	}
+	if lim.Burst() < n {
+		lim.SetBurstAt(now, n)
+	}
+	return lim
 }
 
 func (l *Limiter) sweep(now time.Time) {

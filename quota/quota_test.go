@@ -91,3 +91,34 @@ func TestOffAndNil(t *testing.T) {
 		t.Fatal("a nil limiter refused or counted")
 	}
 }
+
+// A client with rates of its own is paced at them; the others at the
+// configured rates (or not at all); a changed rate applies at once.
+func TestPerClientRates(t *testing.T) {
+	now := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	l := New(Config{PerClient: true}, func() time.Time { return now })
+	if err := l.SendAt(ctx, "user:free", Rates{}, 1_000_000, 1<<30); err != nil {
+		t.Fatalf("a client without rates: %v", err)
+	}
+	slow := Rates{MessagesPerSecond: 10}
+	if err := l.SendAt(ctx, "user:slow", slow, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SendAt(ctx, "user:slow", slow, 20, 0); !errors.Is(err, ErrExceeded) || !strings.Contains(err.Error(), "10 messages per second") {
+		t.Fatalf("over its own rate: %v", err)
+	}
+	if err := l.SendAt(ctx, "user:slow", Rates{MessagesPerSecond: 1000}, 20, 0); err != nil {
+		t.Fatalf("after its rate was raised: %v", err)
+	}
+	d := New(Config{MessagesPerSecond: 5}, func() time.Time { return now })
+	if err := d.SendAt(ctx, "user:vip", Rates{MessagesPerSecond: 100}, 100, 0); err != nil {
+		t.Fatalf("a client whose own rate is above the default: %v", err)
+	}
+	if err := d.Send(ctx, "user:other", 100, 0); err != nil {
+		t.Fatalf("a new client's first request: %v", err)
+	}
+	if err := d.Send(ctx, "user:other", 10, 0); !errors.Is(err, ErrExceeded) {
+		t.Fatalf("the default rate: %v", err)
+	}
+}

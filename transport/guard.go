@@ -216,7 +216,7 @@ func (g *guard) admit(ctx context.Context, p *auth.Principal, req any) (release 
 	if g.quotas == nil {
 		return func() {}, nil
 	}
-	return g.quotas.admit(ctx, g.s, clientKey(ctx, p), req)
+	return g.quotas.admit(ctx, g.s, p, clientKey(ctx, p), req)
 }
 
 // clientKey names the client a quota counts: the principal, or without

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/raftmq/raftmq/auth"
 	pb "github.com/raftmq/raftmq/proto/raftmq/v1"
 	"github.com/raftmq/raftmq/quota"
 )
@@ -49,13 +50,13 @@ func newQuotas(lim Quotas) *quotas {
 	return &quotas{lim: lim, polls: map[string]int{}}
 }
 
-func (q *quotas) admit(ctx context.Context, s *Server, client string, req any) (func(), error) {
-	if client == "user:node" {
+func (q *quotas) admit(ctx context.Context, s *Server, p *auth.Principal, client string, req any) (func(), error) {
+	if p != nil && p.Node {
 		return func() {}, nil
 	}
 	switch r := req.(type) {
 	case *pb.SendRequest:
-		if err := q.produce(ctx, client, r); err != nil {
+		if err := q.produce(ctx, p, client, r); err != nil {
 			return nil, err
 		}
 		return func() {}, q.topicLimit(s, r)
@@ -74,13 +75,15 @@ func (q *quotas) refuse(format string, args ...any) error {
 	return status.Error(codes.ResourceExhausted, fmt.Sprintf("%v: ", quota.ErrExceeded)+fmt.Sprintf(format, args...))
 }
 
-// produce admits a send by client through the shared limiter.
-func (q *quotas) produce(ctx context.Context, client string, r *pb.SendRequest) error {
+// produce admits a send by client (p's own rates, if any) through the
+// shared limiter.
+func (q *quotas) produce(ctx context.Context, p *auth.Principal, client string, r *pb.SendRequest) error {
 	size := 0
 	for _, m := range r.GetMessages() {
 		size += len(m.GetBody())
 	}
-	err := q.lim.Produce.Send(ctx, client, len(r.GetMessages()), size)
+	msgs, bytes := p.ProduceRates()
+	err := q.lim.Produce.SendAt(ctx, client, quota.Rates{MessagesPerSecond: msgs, BytesPerSecond: bytes}, len(r.GetMessages()), size)
 	if errors.Is(err, quota.ErrExceeded) {
 		q.limited.Add(1)
 		return status.Error(codes.ResourceExhausted, err.Error())
