@@ -208,12 +208,15 @@ func TestRocketMQSignature(t *testing.T) {
 		return err
 	}
 	for name, f := range map[string]func(m map[string]string) []byte{
-		"body changed":    func(map[string]string) []byte { return []byte("hellO") },
-		"field changed":   func(m map[string]string) []byte { m["queueId"] = "4"; return body },
-		"field added":     func(m map[string]string) []byte { m["x"] = "1"; return body },
-		"no signature":    func(m map[string]string) []byte { delete(m, "Signature"); return body },
-		"unknown key":     func(m map[string]string) []byte { m["AccessKey"] = "AK-x"; return body },
-		"wrong secret":    func(m map[string]string) []byte { m["Signature"] = clientSignature("AK-billing", "SK-x", ext, body); return body },
+		"body changed":  func(map[string]string) []byte { return []byte("hellO") },
+		"field changed": func(m map[string]string) []byte { m["queueId"] = "4"; return body },
+		"field added":   func(m map[string]string) []byte { m["x"] = "1"; return body },
+		"no signature":  func(m map[string]string) []byte { delete(m, "Signature"); return body },
+		"unknown key":   func(m map[string]string) []byte { m["AccessKey"] = "AK-x"; return body },
+		"wrong secret": func(m map[string]string) []byte {
+			m["Signature"] = clientSignature("AK-billing", "SK-x", ext, body)
+			return body
+		},
 		"garbage base64":  func(m map[string]string) []byte { m["Signature"] = "%%%"; return body },
 		"empty accesskey": func(m map[string]string) []byte { m["AccessKey"] = ""; return body },
 	} {
