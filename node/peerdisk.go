@@ -35,12 +35,14 @@ type peerDisks struct {
 	mu      sync.Mutex
 	reports map[string]diskReport // by server ID
 	conns   map[string]*grpc.ClientConn
-	// dialOpts dial a peer's API (security.peerDialOptions).
+	// dialOpts dial a peer's API (security.peerDialOptions; plain text
+	// until the node sets its own).
 	dialOpts []grpc.DialOption
 }
 
 func newPeerDisks() *peerDisks {
-	return &peerDisks{reports: map[string]diskReport{}, conns: map[string]*grpc.ClientConn{}}
+	return &peerDisks{reports: map[string]diskReport{}, conns: map[string]*grpc.ClientConn{},
+		dialOpts: security{}.peerDialOptions()}
 }
 
 // run polls the peers while this node leads, until stop closes.
