@@ -64,7 +64,12 @@ func startPush(t *testing.T, ns []string, name, group, topic, expr string,
 	t.Helper()
 	c, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(ns)),
 		consumer.WithGroupName(group), consumer.WithInstance(name), consumer.WithConsumerModel(consumer.Clustering),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset), consumer.WithConsumeMessageBatchMaxSize(1))
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset), consumer.WithConsumeMessageBatchMaxSize(1),
+		// Said explicitly: the Go client's WithTls sets a process-wide
+		// default (its options point at one shared RemotingClientConfig),
+		// so a TLS client made by an earlier test would turn this one's
+		// connections into TLS too.
+		consumer.WithTls(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +147,7 @@ func rocketmqProducer(t *testing.T, ns []string, group string) rocketmq.Producer
 	t.Helper()
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(ns)),
 		producer.WithGroupName(group), producer.WithRetry(2), producer.WithSendMsgTimeout(10*time.Second),
-		producer.WithDefaultTopicQueueNums(8))
+		producer.WithDefaultTopicQueueNums(8), producer.WithTls(false)) // see startPush
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -367,7 +367,9 @@ func bearerCtx(ctx context.Context, token string) context.Context {
 }
 
 // secureRocketMQProducer is an Apache RocketMQ Go producer speaking TLS to
-// the name server ns, signing with cred.
+// the name server ns, signing with cred. WithTls(true) changes the Go
+// client's process-wide default: the plaintext RocketMQ clients of other
+// tests say WithTls(false) for that reason.
 func secureRocketMQProducer(t *testing.T, ns, name string, cred primitive.Credentials) rocketmq.Producer {
 	t.Helper()
 	rlog.SetLogLevel("fatal")
