@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/raftmq/raftmq/message"
+	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
 )
 
@@ -191,6 +192,25 @@ func (c *cluster) leader() *Node {
 // it, and none of them can change, even if more entries (a member announcing
 // its API address, say) land meanwhile. Raft's own applied index is not
 // used: it moves when an entry is handed to the FSM, before it is applied.
+// flushedStore flushes n's store and returns it. A snapshot the leader
+// still sends a replica that has applied everything (its Raft log is
+// behind the leader's first index) swaps the store under the test: a
+// store closed that way is asked again until the new one answers.
+func (c *cluster) flushedStore(n *Node) *store.Store {
+	c.t.Helper()
+	var st *store.Store
+	var err error
+	waitFor(c.t, n.cfg.ID+"'s store to flush", 20*time.Second, func() bool {
+		st = n.Store()
+		err = st.Flush()
+		return !errors.Is(err, store.ErrClosed)
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return st
+}
+
 func (c *cluster) converge() int64 {
 	c.t.Helper()
 	want, _ := c.leader().Store().Applied()
@@ -219,9 +239,8 @@ func (c *cluster) converge() int64 {
 
 // commitlogBytes reads a node's commitlog below upTo, which must not exceed
 // its confirm offset.
-func commitlogBytes(t *testing.T, n *Node, upTo int64) []byte {
+func commitlogBytes(t *testing.T, n *Node, st *store.Store, upTo int64) []byte {
 	t.Helper()
-	st := n.Store()
 	if confirm := st.ConfirmOffset(); upTo > confirm {
 		t.Fatalf("node %s: confirm offset %d below %d", n.cfg.ID, confirm, upTo)
 	}
@@ -260,10 +279,7 @@ func (c *cluster) assertIdentical() {
 		if n == nil {
 			continue
 		}
-		if err := n.Store().Flush(); err != nil {
-			c.t.Fatal(err)
-		}
-		b := commitlogBytes(c.t, n, upTo)
+		b := commitlogBytes(c.t, n, c.flushedStore(n), upTo)
 		if ref == nil {
 			ref, refID = b, n.cfg.ID
 			continue
