@@ -160,6 +160,11 @@ const (
 	PropertyKeys    = "KEYS"
 	PropertyTags    = "TAGS"
 	PropertyUniqKey = "UNIQ_KEY"
+	// PropertyProducerSeq marks an idempotent send: "<producer>:<seq>",
+	// a producer id (1-64 bytes, no ':') and a decimal uint64 sequence
+	// (ParseProducerSeq). The store keeps, per producer, the highest
+	// sequences it stored and answers a repeat with the first result.
+	PropertyProducerSeq = "PSEQ"
 	// PropertyKeySeparator separates several keys in KEYS.
 	PropertyKeySeparator = " "
 	// nameValueSep and propertySep are RocketMQ's NAME_VALUE_SEPARATOR and

@@ -3,9 +3,12 @@ package message
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -14,7 +17,8 @@ import (
 // ValidateMessage checks m against the layout and RocketMQ's rules: topic
 // 1..127 bytes of [%|a-zA-Z0-9_-], queue id >= 0, body at most maxBody bytes
 // (MaxBodySize when maxBody <= 0 or larger), properties at most
-// MaxPropertiesLen bytes, no IPv6 sysflag bits.
+// MaxPropertiesLen bytes, no IPv6 sysflag bits, a PSEQ property that parses
+// (ParseProducerSeq).
 func ValidateMessage(m *Message, maxBody int) error {
 	if maxBody <= 0 || maxBody > MaxBodySize {
 		maxBody = MaxBodySize
@@ -27,6 +31,11 @@ func ValidateMessage(m *Message, maxBody int) error {
 	}
 	if len(m.Body) > maxBody {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrBodyTooLarge, len(m.Body), maxBody)
+	}
+	if v, ok := GetProperty(m.Properties, PropertyProducerSeq); ok {
+		if _, _, err := ParseProducerSeq(v); err != nil {
+			return err
+		}
 	}
 	return CheckLengths(m)
 }
@@ -133,27 +142,79 @@ func GetProperty(props []byte, key string) ([]byte, bool) {
 	return nil, false
 }
 
-// IndexedProperties returns, in one pass over encoded props, the values of
-// the three properties the store indexes: TAGS (the consume-queue tags
-// code), KEYS and UNIQ_KEY (the hash index). The rules are GetProperty's
-// (the first occurrence wins); an absent property is nil. The live append
-// and recovery's replay both read them here, so they index alike.
-func IndexedProperties(props []byte) (tags, keys, uniq []byte) {
-	var haveTags, haveKeys, haveUniq bool
+// StoreProperties are the property values the store reads of a record,
+// aliasing its encoded properties: TAGS (the consume-queue tags code), KEYS
+// and UNIQ_KEY (the hash index) and PSEQ (the producer dedup table).
+type StoreProperties struct {
+	Tags, Keys, Uniq, ProducerSeq []byte
+}
+
+// ReadStoreProperties returns, in one pass over encoded props, the values
+// the store reads. The rules are GetProperty's (the first occurrence wins);
+// an absent property is nil. The live append and recovery's replay both
+// read them here, so they index and deduplicate alike.
+func ReadStoreProperties(props []byte) StoreProperties {
+	var sp StoreProperties
+	var haveTags, haveKeys, haveUniq, haveSeq bool
 	for k, v := range Properties(props) {
 		switch {
 		case !haveTags && string(k) == PropertyTags:
-			tags, haveTags = v, true
+			sp.Tags, haveTags = v, true
 		case !haveKeys && string(k) == PropertyKeys:
-			keys, haveKeys = v, true
+			sp.Keys, haveKeys = v, true
 		case !haveUniq && string(k) == PropertyUniqKey:
-			uniq, haveUniq = v, true
+			sp.Uniq, haveUniq = v, true
+		case !haveSeq && string(k) == PropertyProducerSeq:
+			sp.ProducerSeq, haveSeq = v, true
 		}
-		if haveTags && haveKeys && haveUniq {
+		if haveTags && haveKeys && haveUniq && haveSeq {
 			break
 		}
 	}
-	return tags, keys, uniq
+	return sp
+}
+
+// IndexedProperties returns TAGS, KEYS and UNIQ_KEY as ReadStoreProperties
+// reads them.
+func IndexedProperties(props []byte) (tags, keys, uniq []byte) {
+	sp := ReadStoreProperties(props)
+	return sp.Tags, sp.Keys, sp.Uniq
+}
+
+// MaxProducerIDBytes bounds the producer id of a PSEQ value.
+const MaxProducerIDBytes = 64
+
+// ErrBadProducerSeq is returned (wrapped) for a PSEQ value that does not
+// parse.
+var ErrBadProducerSeq = errors.New("message: bad PSEQ property")
+
+// ParseProducerSeq splits a PSEQ value "<producer>:<seq>" into the producer
+// id (aliasing v) and the sequence. The sequence is decimal digits only,
+// without a sign or leading zeros, and fits a uint64.
+func ParseProducerSeq(v []byte) (producer []byte, seq uint64, err error) {
+	i := bytes.LastIndexByte(v, ':')
+	if i <= 0 || i > MaxProducerIDBytes {
+		return nil, 0, fmt.Errorf("%w: %q: want <producer id of 1-%d bytes>:<sequence>", ErrBadProducerSeq, v, MaxProducerIDBytes)
+	}
+	digits := v[i+1:]
+	if len(digits) == 0 || len(digits) > 20 || (digits[0] == '0' && len(digits) > 1) {
+		return nil, 0, fmt.Errorf("%w: %q: the sequence is not a decimal uint64", ErrBadProducerSeq, v)
+	}
+	for _, c := range digits {
+		d := uint64(c - '0')
+		if c < '0' || c > '9' || seq > (math.MaxUint64-d)/10 {
+			return nil, 0, fmt.Errorf("%w: %q: the sequence is not a decimal uint64", ErrBadProducerSeq, v)
+		}
+		seq = seq*10 + d
+	}
+	return v[:i], seq, nil
+}
+
+// AppendProducerSeq appends the PSEQ value of producer and seq to dst.
+func AppendProducerSeq(dst []byte, producer string, seq uint64) []byte {
+	dst = append(dst, producer...)
+	dst = append(dst, ':')
+	return strconv.AppendUint(dst, seq, 10)
 }
 
 // TagsCode is RocketMQ's tagsCode for a TAGS value: Java's String.hashCode

@@ -38,28 +38,36 @@ type OffsetKey struct {
 	QueueKey
 }
 
-// Meta is the state derived besides the files: topics, consumer offsets
-// and the queue table. It is not safe for concurrent use.
+// Meta is the state derived besides the files: topics, consumer offsets,
+// the queue table and the producer table. It is not safe for concurrent
+// use.
 type Meta struct {
-	Topics  map[string]TopicConfig
-	Offsets map[OffsetKey]int64
-	Queues  map[QueueKey]int64 // next queue offset per queue
+	Topics    map[string]TopicConfig
+	Offsets   map[OffsetKey]int64
+	Queues    map[QueueKey]int64 // next queue offset per queue
+	Producers *Producers         // idempotent producers' windows (producers.go)
 }
 
-// New returns an empty Meta.
+// New returns an empty Meta with the default dedup settings.
 func New() *Meta {
-	return &Meta{Topics: map[string]TopicConfig{}, Offsets: map[OffsetKey]int64{}, Queues: map[QueueKey]int64{}}
+	return &Meta{Topics: map[string]TopicConfig{}, Offsets: map[OffsetKey]int64{}, Queues: map[QueueKey]int64{},
+		Producers: newProducers(DefaultDedupConfig())}
 }
 
-// version prefixes the meta encoding.
-const version = 1
+// Meta encoding versions: 1 has no producer table (it decodes as an empty
+// one with the default settings); 2 appends it.
+const (
+	version1 = 1
+	version  = 2
+)
 
 // Encode returns the encoding of m (deterministic: maps in sorted order).
 func (m *Meta) Encode() []byte {
 	b := []byte{version}
 	b = m.appendTopics(b)
 	b = m.appendQueues(b)
-	return m.appendOffsets(b)
+	b = m.appendOffsets(b)
+	return m.Producers.appendProducers(b)
 }
 
 func (m *Meta) appendTopics(b []byte) []byte {
@@ -123,7 +131,8 @@ func Decode(b []byte) (*Meta, error) {
 		return m, nil
 	}
 	d := decoder{b: b}
-	if v := d.u8(); v != version {
+	v := d.u8()
+	if v != version && v != version1 {
 		return nil, fmt.Errorf("%w: meta version %d", ErrMalformed, v)
 	}
 	for n := d.count(); n > 0 && d.err == nil; n-- {
@@ -137,6 +146,9 @@ func Decode(b []byte) (*Meta, error) {
 	for n := d.count(); n > 0 && d.err == nil; n-- {
 		k := d.offsetKey()
 		m.Offsets[k] = int64(d.u64())
+	}
+	if v == version && d.err == nil {
+		m.Producers = d.producers()
 	}
 	if d.err != nil || len(d.b) != 0 {
 		return nil, fmt.Errorf("%w: meta", ErrMalformed)

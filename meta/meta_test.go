@@ -19,15 +19,24 @@ func sample() *Meta {
 	m.Queues[QueueKey{Topic: "b", Queue: 1}] = 7
 	m.Queues[QueueKey{Topic: "a", Queue: 0}] = 3
 	m.Offsets[OffsetKey{Group: "g", QueueKey: QueueKey{Topic: "a", Queue: 0}}] = 2
+	m.Producers.Store([]byte("p"), 5, 300, 1000)
+	m.Producers.Store([]byte("p"), 2, 100, 1000)
+	m.Producers.nextSweep = 0
 	return m
 }
 
 // The meta encoding is an on-disk format (checkpoint, snapshot): its bytes
 // are pinned.
 func TestMetaGolden(t *testing.T) {
-	const want = "01" + "00000002" + "000161" + "00000001" + "00000004" + "000162" + "00000002" + "00000006" +
+	const v1 = "01" + "00000002" + "000161" + "00000001" + "00000004" + "000162" + "00000002" + "00000006" +
 		"00000002" + "000161" + "00000000" + "0000000000000003" + "000162" + "00000001" + "0000000000000007" +
 		"00000001" + "000167" + "000161" + "00000000" + "0000000000000002"
+	const want = "02" + "00000002" + "000161" + "00000001" + "00000004" + "000162" + "00000002" + "00000006" +
+		"00000002" + "000161" + "00000000" + "0000000000000003" + "000162" + "00000001" + "0000000000000007" +
+		"00000001" + "000167" + "000161" + "00000000" + "0000000000000002" +
+		"00001000" + "000000000036ee80" + // dedup window 4096, expiry 1 h
+		"00000001" + "000170" + "00000000000003e8" + "0000000000000000" + // producer "p", stored at 1000, floor 0
+		"00000002" + "0000000000000002" + "0000000000000064" + "0000000000000005" + "000000000000012c"
 	got := hex.EncodeToString(sample().Encode())
 	if got != want {
 		t.Fatalf("encoding\n got %s\nwant %s", got, want)
@@ -35,6 +44,15 @@ func TestMetaGolden(t *testing.T) {
 	m, err := Decode(sample().Encode())
 	if err != nil || !reflect.DeepEqual(m, sample()) {
 		t.Fatalf("decode: %v %+v", err, m)
+	}
+	// A version 1 encoding (before the producer table) still decodes, with
+	// an empty table and the default settings.
+	old, _ := hex.DecodeString(v1)
+	m, err = Decode(old)
+	want1 := sample()
+	want1.Producers = newProducers(DefaultDedupConfig())
+	if err != nil || !reflect.DeepEqual(m, want1) {
+		t.Fatalf("decode of version 1: %v %+v", err, m)
 	}
 	if m, err := Decode(nil); err != nil || len(m.Topics) != 0 {
 		t.Fatalf("decode of nothing: %v %+v", err, m)

@@ -115,6 +115,7 @@ type preparedRecord struct {
 	topic            []byte // aliases the mapping
 	tagsCode         int64
 	hashFrom, hashTo int
+	pseq             []byte // PSEQ property (idempotent send), aliases the mapping; nil: none
 }
 
 func newReplayBatch() *replayBatch {
@@ -147,12 +148,12 @@ func (b *replayBatch) prepareRecords(e *commitlog.Entry) error {
 		if err != nil {
 			return fmt.Errorf("recovery: replay record at %d: %w", off, err)
 		}
-		tags, keys, uniq := message.IndexedProperties(rec.props)
+		sp := message.ReadStoreProperties(rec.props)
 		from := len(b.hashes)
-		b.hashes = index.MessageKeyHashes(b.hashes, rec.topic, keys, uniq)
+		b.hashes = index.MessageKeyHashes(b.hashes, rec.topic, sp.Keys, sp.Uniq)
 		b.recs = append(b.recs, preparedRecord{
 			off: off, size: rec.size, queueID: rec.queueID, queueOffset: rec.queueOffset, topic: rec.topic,
-			tagsCode: message.TagsCodeBytes(tags), hashFrom: from, hashTo: len(b.hashes),
+			tagsCode: message.TagsCodeBytes(sp.Tags), hashFrom: from, hashTo: len(b.hashes), pseq: sp.ProducerSeq,
 		})
 		rb = rb[rec.size:]
 		off += int64(rec.size)

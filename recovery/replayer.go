@@ -85,6 +85,9 @@ func (r *replayer) record(rec *preparedRecord, storeTs int64, hashes []int32) er
 		}
 		return r.t.Index().PutMessageHashes(hashes, rec.off, storeTs)
 	}
+	if rec.pseq != nil && !r.only.DispatchOnly {
+		r.storeProducerSeq(rec, storeTs)
+	}
 	t := r.topic(rec.topic)
 	if t.skip {
 		return nil
@@ -108,6 +111,18 @@ func (r *replayer) record(rec *preparedRecord, storeTs int64, hashes []int32) er
 		return nil
 	}
 	return r.t.Index().PutMessageHashes(hashes, rec.off, storeTs)
+}
+
+// storeProducerSeq records an idempotent message in the producer table as
+// the apply path did when it wrote the record. A PSEQ that does not parse
+// was never written by the apply path (it refuses such messages) and is
+// skipped.
+func (r *replayer) storeProducerSeq(rec *preparedRecord, storeTs int64) {
+	producer, seq, err := message.ParseProducerSeq(rec.pseq)
+	if err != nil {
+		return
+	}
+	r.t.Meta().Producers.Store(producer, seq, rec.off, storeTs)
 }
 
 // topic returns the cache entry of a topic, creating the topic in meta the

@@ -101,6 +101,12 @@ type appendScratch struct {
 	next         map[meta.QueueKey]int64
 	touched      []meta.QueueKey
 	props        []storeProps // per accepted message
+	// entrySeqs maps the PSEQ of each accepted message to its result, so
+	// a second copy in the same entry is its duplicate.
+	entrySeqs map[string]int
+	// dups are the results that repeat another: dupOf[i] is the result
+	// index of dups[i]'s first copy in this entry, or -1 (stored before).
+	dups, dupOf []int
 	queues       []queueRef   // consume queues used by this entry
 }
 
@@ -111,12 +117,13 @@ type queueRef struct {
 }
 
 // storeProps are the property values the store reads, aliasing the message.
-type storeProps struct{ tags, keys, uniq []byte }
+type storeProps struct{ tags, keys, uniq, pseq []byte }
 
-// readStoreProps reads TAGS, KEYS and UNIQ_KEY (message.IndexedProperties).
+// readStoreProps reads TAGS, KEYS, UNIQ_KEY and PSEQ
+// (message.ReadStoreProperties).
 func readStoreProps(props []byte) storeProps {
-	tags, keys, uniq := message.IndexedProperties(props)
-	return storeProps{tags: tags, keys: keys, uniq: uniq}
+	sp := message.ReadStoreProperties(props)
+	return storeProps{tags: sp.Tags, keys: sp.Keys, uniq: sp.Uniq, pseq: sp.ProducerSeq}
 }
 
 // queue returns the consume queue of k, creating it if needed, looking it
@@ -146,6 +153,11 @@ func (a *appendScratch) reset() {
 	a.props = a.props[:0]
 	clear(a.queues)
 	a.queues = a.queues[:0]
+	if a.entrySeqs == nil {
+		a.entrySeqs = map[string]int{}
+	}
+	clear(a.entrySeqs)
+	a.dups, a.dupOf = a.dups[:0], a.dupOf[:0]
 	clear(a.newTopics)
 	a.newTopics, a.totalQueues = a.newTopics[:0], -1
 	if a.next == nil {
@@ -176,6 +188,11 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []message.Message, results []
 		m := &msgs[i]
 		res := PutResult{Topic: m.Topic, QueueID: m.QueueID, StoreTimestamp: h.StoreTimestamp}
 		res.Err = s.validateForApply(m)
+		sp := readStoreProps(m.Properties)
+		if res.Err == nil && sp.pseq != nil && a.dedup(s, &res, len(results), sp.pseq, h.StoreTimestamp) {
+			results = append(results, res)
+			continue
+		}
 		if res.Err == nil {
 			res.Err = a.admitNewTopic(s, m.Topic)
 		}
@@ -183,6 +200,10 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []message.Message, results []
 			res.Err = fmt.Errorf("%w: the entry would exceed a commitlog segment", ErrMessageTooLarge)
 		}
 		if res.Err == nil {
+			a.props = append(a.props, sp)
+			if sp.pseq != nil {
+				a.entrySeqs[string(sp.pseq)] = len(results)
+			}
 			entrySize += int64(message.MessageSize(m))
 			k := meta.QueueKey{Topic: m.Topic, Queue: m.QueueID}
 			off, ok := a.next[k]
@@ -206,6 +227,7 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []message.Message, results []
 		return results[:0], s.failClosed(fmt.Errorf("append entry %d: %w", h.RaftIndex, err))
 	}
 	s.fillResults(results, a.accepted, pos, h)
+	s.fillDuplicates(results)
 	// Publish the new confirm offset before the consume-queue units that
 	// point below it, so a reader never finds a unit beyond the applied log.
 	s.finishEntry(h, start, s.log.WriteOffset(), uint64(len(a.accepted)))
@@ -257,16 +279,14 @@ func (s *Store) fillResults(results []PutResult, accepted []message.Message, pos
 	a := &s.scratch
 	uniqLen := 0
 	for i := range accepted {
-		sp := readStoreProps(accepted[i].Properties)
-		a.props = append(a.props, sp)
-		uniqLen += len(sp.uniq)
+		uniqLen += len(a.props[i].uniq)
 	}
 	ids := make([]byte, 0, len(accepted)*message.OffsetMsgIDLen)
 	uniqs := make([]byte, 0, uniqLen)
 	j := 0
 	for i := range results {
 		r := &results[i]
-		if r.Err != nil {
+		if r.Err != nil || r.Duplicate {
 			continue
 		}
 		p := pos[j]
@@ -296,6 +316,10 @@ func (s *Store) dispatchAppended(msgs []message.Message, queueOffsets []int64, p
 			s.meta.Topics[m.Topic] = TopicConfig{Name: m.Topic, Queues: s.cfg.DefaultQueues, Perm: 6}
 		}
 		s.meta.Queues[k] = queueOffsets[i] + 1
+		if pseq := a.props[i].pseq; pseq != nil {
+			producer, seq, _ := message.ParseProducerSeq(pseq) // validated
+			s.meta.Producers.Store(producer, seq, pos[i].Offset, storeTs)
+		}
 		if !slices.Contains(a.touched, k) {
 			a.touched = append(a.touched, k)
 		}

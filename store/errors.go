@@ -1,6 +1,10 @@
 package store
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/raftmq/raftmq/meta"
+)
 
 // ErrorKind classifies an error of the store for its callers: the FSM (a
 // refusal is the same on every replica that applies the same entry;
@@ -30,7 +34,7 @@ var kinds = []struct {
 }{
 	{ErrBadTopic, KindBadInput}, {ErrBadQueue, KindBadInput}, {ErrMessageTooLarge, KindBadInput},
 	{ErrPropsTooLarge, KindBadInput}, {ErrBadOffset, KindBadInput}, {ErrBadCommand, KindBadInput},
-	{ErrBadMessage, KindBadInput},
+	{ErrBadMessage, KindBadInput}, {ErrSeqTooOld, KindBadInput},
 	{ErrNoSuchTopic, KindNotFound}, {ErrNotFound, KindNotFound},
 	{ErrTopicExists, KindExists},
 	{ErrQueueLimit, KindLimit},
@@ -65,6 +69,11 @@ var (
 	ErrBadCommand      = errors.New("store: malformed command")
 	ErrBadMessage      = errors.New("store: malformed message")
 	ErrQueueLimit      = errors.New("store: the queues of all topics would exceed MaxTotalQueues")
+	// ErrSeqTooOld: an idempotent message's producer sequence lies below
+	// the window of sequences the store remembers for its producer, so
+	// whether it was stored cannot be told; it is refused, never stored
+	// twice.
+	ErrSeqTooOld = meta.ErrSeqTooOld
 	// ErrFailedClosed: a sync (msync, fsync, checkpoint write) or a write
 	// of an entry failed. What the failed operation covered may or may not
 	// be on disk (Linux drops the dirty pages of a failed fsync, and a

@@ -95,6 +95,7 @@ type Store struct {
 type counters struct {
 	messages, bytes, entries, flushes, segmentsDeleted atomic.Uint64
 	corruptions                                        atomic.Uint64 // reads refused for damaged data
+	dedupHits                                          atomic.Uint64 // duplicates of stored producer sequences
 	lastFlushNanos                                     atomic.Int64
 	diskUsedPercent                                    atomic.Int32 // as of the last service tick
 }
@@ -438,6 +439,7 @@ func (s *Store) Stats() Stats {
 	applied := s.applied
 	topics := len(s.meta.Topics)
 	queues := len(s.meta.Queues)
+	producers := s.meta.Producers.Len()
 	s.mu.RUnlock()
 	return Stats{
 		MinOffset: s.log.MinOffset(), MaxOffset: applied.End, ConfirmOffset: applied.End,
@@ -448,5 +450,6 @@ func (s *Store) Stats() Stats {
 		RecoveryDuration: s.recoveryDuration, RecoveryMode: s.plan.Mode.String(),
 		Topics: topics, Queues: queues, SegmentsDeleted: s.counters.segmentsDeleted.Load(),
 		Corruptions: s.counters.corruptions.Load(), RebuildPending: s.rebuildMarked.Load(),
+		Producers: producers, DedupHits: s.counters.dedupHits.Load(),
 	}
 }

@@ -26,6 +26,9 @@ type PutResult struct {
 	OffsetMsgID    string // hex(store host + physical offset), 32 chars
 	StoreTimestamp int64
 	Err            error // deterministic per-message failure (nothing written for it)
+	// Duplicate: the message repeats a producer sequence (PSEQ) stored
+	// before; nothing was written and the fields are the first copy's.
+	Duplicate bool
 }
 
 // GetStatus mirrors RocketMQ's GetMessageStatus.
@@ -110,6 +113,11 @@ type Stats struct {
 	// RebuildPending: a read found a consume queue or the index damaged;
 	// the next Open rebuilds them from the commitlog.
 	RebuildPending bool
+	// Producers is the size of the producer table (idempotent producers
+	// seen within the expiry); DedupHits counts the messages answered as
+	// duplicates of a stored producer sequence since Open.
+	Producers int
+	DedupHits uint64
 }
 
 // Snapshot is the O(1) capture the FSM takes on its goroutine: everything a
