@@ -107,7 +107,7 @@ type appendScratch struct {
 	// dups are the results that repeat another: dupOf[i] is the result
 	// index of dups[i]'s first copy in this entry, or -1 (stored before).
 	dups, dupOf []int
-	queues       []queueRef   // consume queues used by this entry
+	queues      []queueRef // consume queues used by this entry
 }
 
 // queueRef caches one consume-queue lookup for the rest of an entry.
