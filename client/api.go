@@ -28,7 +28,15 @@ func (c *Client) Send(ctx context.Context, msgs ...Message) ([]SendResult, error
 		ids[i] = m.ID
 		protos[i] = m.toProto()
 	}
-	results, err := c.sends.send(ctx, protos)
+	if n := unstamped(protos); n > 0 && c.seq != nil {
+		base, err := c.seq.acquire(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		defer c.seq.release(base)
+		c.seq.stamp(protos, base)
+	}
+	results, err := c.sends.send(ctx, protos, unstamped(protos) == 0)
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,17 @@ type Options struct {
 	// (default DefaultMaxSendsInFlight; negative: every Send is its own
 	// RPC). A lone Send never waits.
 	MaxSendsInFlight int
+	// DisableIdempotence stops the client from stamping messages with its
+	// producer id and a sequence (the PSEQ property). By default every
+	// message carries them, the cluster stores each sequence once, and a
+	// Send whose outcome is unknown (a leader lost after proposing, a
+	// broken connection) is sent again within RetryTimeout and the call's
+	// context, so it ends stored once or refused, not unknown.
+	DisableIdempotence bool
+	// IdempotenceWindow bounds the sequences outstanding at once (default
+	// DefaultIdempotenceWindow, the cluster's dedup window; larger values
+	// risk refusals as too old, never duplicates). Sends beyond it wait.
+	IdempotenceWindow int
 }
 
 func (o *Options) defaults() {
@@ -72,6 +83,9 @@ func (o *Options) defaults() {
 	if o.MaxSendsInFlight == 0 {
 		o.MaxSendsInFlight = DefaultMaxSendsInFlight
 	}
+	if o.IdempotenceWindow <= 0 {
+		o.IdempotenceWindow = DefaultIdempotenceWindow
+	}
 }
 
 // DefaultRetryTimeout is Options.RetryTimeout's default.
@@ -89,6 +103,7 @@ type Client struct {
 	lead  string            // leader API address, "" if unknown
 	done  bool
 	sends *coalescer
+	seq   *sequencer // nil: Options.DisableIdempotence
 }
 
 // New connects to the cluster through any of seeds (host:port API
@@ -108,6 +123,9 @@ func New(ctx context.Context, seeds []string, opts Options) (*Client, error) {
 		c.log.Warn("the token is sent without TLS: anyone on the network path can read it")
 	}
 	c.sends = newCoalescer(c, opts.MaxSendsInFlight)
+	if !opts.DisableIdempotence {
+		c.seq = newSequencer(opts.IdempotenceWindow)
+	}
 	if _, err := c.resolve(ctx); err != nil && !anyReached(err) {
 		_ = c.Close()
 		return nil, err
@@ -250,9 +268,13 @@ func (c *Client) probe(ctx context.Context, addr string) (*pb.StatusResponse, er
 // after an unknown outcome.
 func (c *Client) write(ctx context.Context, idempotent bool, call func(context.Context, pb.RaftMQClient) error) error {
 	var last error
+	uncertain := false // an earlier try may have been applied
 	r := c.newRetry()
 	for attempt := 0; ; attempt++ {
 		if err := r.before(ctx, attempt, last); err != nil {
+			if uncertain {
+				return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+			}
 			return err
 		}
 		addr := c.leader()
@@ -281,8 +303,13 @@ func (c *Client) write(ctx context.Context, idempotent bool, call func(context.C
 				// leader again instead of failing on a dead one.
 				c.forgetLeader(addr)
 			}
+			if uncertain && !transient(err) {
+				// A refusal now says nothing of the earlier try.
+				return fmt.Errorf("%w: %w", ErrOutcomeUnknown, classify(err, true))
+			}
 			return classify(err, true)
 		}
+		uncertain = uncertain || !safe
 		reason, hint := wire.RetryReason(err)
 		if reason == wire.ReasonOverloaded {
 			// The leader's queue was full: nothing was proposed. Same

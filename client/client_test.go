@@ -77,9 +77,13 @@ func TestRetriesRefusedConnection(t *testing.T) {
 
 func TestOutcomeUnknownIsNotRetried(t *testing.T) {
 	leader, _, lAddr, _ := cluster(t)
-	c := newClient(t, lAddr)
+	c, err := New(testCtx(t), []string{lAddr}, Options{Backoff: time.Millisecond, DisableIdempotence: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
 	leader.set(func(f *fakeNode) { f.sendErr = fmt.Errorf("raft: %w", transport.ErrOutcomeUnknown) })
-	_, err := c.Send(testCtx(t), NewMessage("T", []byte("x")))
+	_, err = c.Send(testCtx(t), NewMessage("T", []byte("x")))
 	if !IsOutcomeUnknown(err) || status.Code(err) != codes.Unknown {
 		t.Fatalf("err %v", err)
 	}
@@ -94,6 +98,24 @@ func TestOutcomeUnknownIsNotRetried(t *testing.T) {
 	_, err = c.Send(ctx, NewMessage("T", []byte("x")))
 	if !IsOutcomeUnknown(err) || leader.Sends() != 2 {
 		t.Fatalf("deadline: err %v sends %d", err, leader.Sends())
+	}
+}
+
+// An idempotent Send (the default) is sent again after an unknown outcome;
+// when its context ends first, the outcome is still unknown, never
+// "nothing applied".
+func TestIdempotentOutcomeUnknownIsRetried(t *testing.T) {
+	leader, _, lAddr, _ := cluster(t)
+	c := newClient(t, lAddr)
+	leader.set(func(f *fakeNode) { f.sendErr = fmt.Errorf("raft: %w", transport.ErrOutcomeUnknown) })
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := c.Send(ctx, NewMessage("T", []byte("x")))
+	if !IsOutcomeUnknown(err) {
+		t.Fatalf("err %v", err)
+	}
+	if leader.Sends() < 2 {
+		t.Fatalf("sent %d times: an idempotent Send is retried", leader.Sends())
 	}
 }
 

@@ -59,8 +59,10 @@ type queuedSend struct {
 	// deadline is the caller's (zero: none); a merged RPC gets the latest
 	// of its members'.
 	deadline time.Time
-	taken    bool             // in a merged RPC (mu held)
-	done     chan mergedReply // buffered 1
+	taken    bool // in a merged RPC (mu held)
+	// idempotent: every message carries a PSEQ (see send).
+	idempotent bool
+	done       chan mergedReply // buffered 1
 }
 
 type mergedReply struct {
@@ -72,7 +74,9 @@ type mergedReply struct {
 func newCoalescer(c *Client, max int) *coalescer { return &coalescer{c: c, max: max} }
 
 // send stores msgs (as Client.Send) and returns the server's results.
-func (co *coalescer) send(ctx context.Context, msgs []*pb.Message) ([]*pb.SendResult, error) {
+// idempotent says every message carries a PSEQ: the RPC may be sent again
+// after an unknown outcome.
+func (co *coalescer) send(ctx context.Context, msgs []*pb.Message, idempotent bool) ([]*pb.SendResult, error) {
 	size := 0
 	for _, m := range msgs {
 		size += protoSize(m)
@@ -82,16 +86,16 @@ func (co *coalescer) send(ctx context.Context, msgs []*pb.Message) ([]*pb.SendRe
 		co.inFlight++
 		co.mu.Unlock()
 		defer co.release()
-		return co.c.sendRPC(ctx, msgs)
+		return co.c.sendRPC(ctx, msgs, idempotent)
 	}
-	q := &queuedSend{msgs: msgs, bytes: size, done: make(chan mergedReply, 1)}
+	q := &queuedSend{msgs: msgs, bytes: size, idempotent: idempotent, done: make(chan mergedReply, 1)}
 	q.deadline, _ = ctx.Deadline()
 	co.queue = append(co.queue, q)
 	co.mu.Unlock()
 	select {
 	case r := <-q.done:
 		if r.alone {
-			return co.c.sendRPC(ctx, msgs)
+			return co.c.sendRPC(ctx, msgs, idempotent)
 		}
 		return r.results, r.err
 	case <-ctx.Done():
@@ -166,9 +170,11 @@ func (co *coalescer) sendMerged(batch []*queuedSend) {
 	defer co.wg.Done()
 	var msgs []*pb.Message
 	var deadline time.Time
-	bounded := true // every member has a deadline
+	bounded := true    // every member has a deadline
+	idempotent := true // every member's messages carry a PSEQ
 	for _, q := range batch {
 		msgs = append(msgs, q.msgs...)
+		idempotent = idempotent && q.idempotent
 		if q.deadline.IsZero() {
 			bounded = false
 		} else if q.deadline.After(deadline) {
@@ -179,7 +185,7 @@ func (co *coalescer) sendMerged(batch []*queuedSend) {
 	if bounded {
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 	}
-	results, err := co.c.sendRPC(ctx, msgs)
+	results, err := co.c.sendRPC(ctx, msgs, idempotent)
 	cancel()
 	co.release()
 	if err != nil && len(batch) > 1 && status.Code(err) == codes.InvalidArgument {
@@ -212,11 +218,13 @@ func protoSize(m *pb.Message) int {
 }
 
 // sendRPC runs one Send RPC on the leader (Client.write's retries) and
-// checks that it answered every message.
-func (c *Client) sendRPC(ctx context.Context, msgs []*pb.Message) ([]*pb.SendResult, error) {
+// checks that it answered every message. An idempotent request (every
+// message carries a PSEQ) is also sent again after a transient error that
+// leaves its outcome unknown: the cluster stores each sequence once.
+func (c *Client) sendRPC(ctx context.Context, msgs []*pb.Message, idempotent bool) ([]*pb.SendResult, error) {
 	var resp *pb.SendResponse
 	req := &pb.SendRequest{Messages: msgs}
-	err := c.write(ctx, false, func(ctx context.Context, r pb.RaftMQClient) (err error) {
+	err := c.write(ctx, idempotent, func(ctx context.Context, r pb.RaftMQClient) (err error) {
 		resp, err = r.Send(ctx, req)
 		return err
 	})

@@ -160,11 +160,13 @@ var (
 	gRebuildPending  = newGauge("store_rebuild_pending", "1 when a read found a consume queue or the index damaged: the rebuild marker is written and the next start rebuilds them from the commitlog.")
 	gRemoting        = newCounter("remoting_requests_total", "RocketMQ protocol requests (broker and name server) by outcome: served (every request), stored (sends stored here), relayed (sends relayed to the leader), pulled (pulls answered), failed (answered with an error code), unsupported (a code not served).", "outcome")
 	gRefused         = newCounter("refused_requests_total", "Requests refused by security and quotas: unauthenticated or not permitted on the gRPC API (denied) or the RocketMQ broker protocol (remoting_denied), over a quota on either (quota, remoting_quota), Raft connections whose mutual-TLS handshake failed (raft_tls).", "reason")
+	gDedupHits       = newCounter("dedup_hits_total", "Messages of idempotent producers (PSEQ) answered as duplicates of a sequence stored before: nothing written, the first copy's result returned. Counted by the store opened last.")
+	gDedupProducers  = newGauge("dedup_producers", "Idempotent producers in the store's producer table (seen within the producer expiry).")
 	gDiskWritten     = newCounter("disk_write_bytes_total", "Bytes this node wrote to disk by file: write()/pwrite bytes, plus the page-aligned cover of msync'd mmap ranges (fallocate, truncate, directory syncs and the file system journal excluded).", "file")
 )
 
 var allGauges = []gauge{gCommitlogOffset, gFlushLag, gStoreMessages, gStoreBytes, gStoreEntries, gStoreSize, gRecovery,
-	gRaftState, gRaftTerm, gRaftIndex, gFSMEntries, gReady, gTopicConsumed, gGroupLag, gDiskUsed, gSpaceWaits, gWaitingSpace, gCorruptions, gRebuildPending, gDiskWritten, gRemoting, gRefused}
+	gRaftState, gRaftTerm, gRaftIndex, gFSMEntries, gReady, gTopicConsumed, gGroupLag, gDiskUsed, gSpaceWaits, gWaitingSpace, gCorruptions, gRebuildPending, gDiskWritten, gRemoting, gRefused, gDedupHits, gDedupProducers}
 
 // Disk meter classes (raftmq_disk_write_bytes_total{file}). "raftlog" is
 // not counted through vfs: the Raft log store writes its own files and
@@ -240,6 +242,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(gRecovery, s.RecoveryDuration.Seconds(), s.RecoveryMode)
 	emit(gCorruptions, float64(s.Corruptions))
 	emit(gRebuildPending, boolGauge(s.RebuildPending))
+	emit(gDedupHits, float64(s.DedupHits))
+	emit(gDedupProducers, float64(s.Producers))
 	emit(gDiskUsed, float64(c.n.Store().DiskUsedPercent())/100)
 	state := c.n.raft.State()
 	for _, st := range []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown} {

@@ -26,7 +26,11 @@ func TestMetricsNamesAndUnits(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := cl.Send(ctx, client.NewMessage("T", []byte("over gRPC"))); err != nil {
+	prepared := cl.Prepare(client.NewMessage("T", []byte("over gRPC")))
+	if _, err := cl.Send(ctx, prepared...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Send(ctx, prepared...); err != nil { // a retry: answered, not stored
 		t.Fatal(err)
 	}
 	c.assertIdentical()
@@ -60,8 +64,14 @@ func TestMetricsNamesAndUnits(t *testing.T) {
 	if v := value(got["raftmq_topic_consumed_messages_total"], "topic", "T"); v != float64(pulled) {
 		t.Errorf("raftmq_topic_consumed_messages_total{topic=T} = %v, want %d", v, pulled)
 	}
-	if v := value(got["raftmq_topic_produced_messages_total"], "topic", "T"); v != 13 {
-		t.Errorf("raftmq_topic_produced_messages_total{topic=T} = %v on the leader, want 13", v)
+	if v := value(got["raftmq_topic_produced_messages_total"], "topic", "T"); v != 14 {
+		t.Errorf("raftmq_topic_produced_messages_total{topic=T} = %v on the leader, want 14 (13 stored, one retry acknowledged)", v)
+	}
+	if v := value(got["raftmq_dedup_hits_total"], "", ""); v != 1 {
+		t.Errorf("raftmq_dedup_hits_total = %v, want 1", v)
+	}
+	if v := value(got["raftmq_dedup_producers"], "", ""); v < 1 {
+		t.Errorf("raftmq_dedup_producers = %v, want ≥ 1", v)
 	}
 	if m, ok := got["raftmq_store_rebuild_pending"]; !ok || value(m, "", "") != 0 {
 		t.Errorf("raftmq_store_rebuild_pending exported %v, value %v, want 0 on undamaged files", ok, value(m, "", ""))
