@@ -190,6 +190,7 @@ func runSchedule(t *testing.T, seed int64, env chaosEnv, extra int) *tally {
 	if env.secure && err == nil { // a cluster that did not heal is reported above
 		proveSecure(ctx, tc, tl, "end")
 	}
+	tl.Evidence["idempotent/resent-batches"] += int64(w.resent) // the producers' resends of unknown outcomes
 	writeAckLog(filepath.Join(dir, "ack.log"), w)
 	for _, why := range w.failedWhy {
 		t.Logf("failed send (the client says nothing was applied): %s", why)

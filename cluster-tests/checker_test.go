@@ -34,6 +34,10 @@ type tally struct {
 	UnknownTwice, FailedPresent, Phantom, DirtyReads, ConsumerGaps   int
 	OffsetRegressions, VerifyFailures, Unrecovered                   int
 	SecurityFailures                                                 int // a secure cluster that was not (proveSecure)
+	// Unresolved counts sends of the idempotent producers whose outcome
+	// stayed unknown after resending until drainTime past the workload's
+	// stop: each send must end stored once or refused.
+	Unresolved int
 
 	problems []string
 }
@@ -49,7 +53,7 @@ func (t *tally) problem(counter *int, format string, args ...any) {
 
 func (t *tally) bad() int {
 	return t.Lost + t.Duplicated + t.Inconsistent + t.Misplaced + t.Gaps + t.OrderViolations + t.UnknownTwice +
-		t.FailedPresent + t.Phantom + t.DirtyReads + t.ConsumerGaps + t.OffsetRegressions + t.VerifyFailures + t.Unrecovered + t.SecurityFailures
+		t.FailedPresent + t.Phantom + t.DirtyReads + t.ConsumerGaps + t.OffsetRegressions + t.VerifyFailures + t.Unrecovered + t.SecurityFailures + t.Unresolved
 }
 
 func (t *tally) add(o *tally) {
@@ -80,6 +84,7 @@ func (t *tally) add(o *tally) {
 	t.VerifyFailures += o.VerifyFailures
 	t.Unrecovered += o.Unrecovered
 	t.SecurityFailures += o.SecurityFailures
+	t.Unresolved += o.Unresolved
 	t.problems = append(t.problems, o.problems...)
 }
 
@@ -102,10 +107,10 @@ func (t *tally) String() string {
 	sort.Strings(evidence)
 	return fmt.Sprintf("schedules=%d (secure %d: TLS and auth) acked=%d unknown=%d failed=%d group-commits=%d faults=%d {%s} evidence {%s}\n"+
 		"lost=%d duplicated=%d inconsistent=%d misplaced=%d gaps=%d order=%d unknown-twice=%d failed-present=%d "+
-		"phantom=%d dirty-reads=%d consumer-gaps=%d offset-regressions=%d verify-failures=%d unrecovered=%d security-failures=%d",
+		"phantom=%d dirty-reads=%d consumer-gaps=%d offset-regressions=%d verify-failures=%d unrecovered=%d security-failures=%d unresolved=%d",
 		t.Schedules, t.Secure, t.Acked, t.Unknown, t.Failed, t.Commits, total, strings.Join(faults, " "), strings.Join(evidence, " "),
 		t.Lost, t.Duplicated, t.Inconsistent, t.Misplaced, t.Gaps, t.OrderViolations, t.UnknownTwice, t.FailedPresent,
-		t.Phantom, t.DirtyReads, t.ConsumerGaps, t.OffsetRegressions, t.VerifyFailures, t.Unrecovered, t.SecurityFailures)
+		t.Phantom, t.DirtyReads, t.ConsumerGaps, t.OffsetRegressions, t.VerifyFailures, t.Unrecovered, t.SecurityFailures, t.Unresolved)
 }
 
 // stored is one message as a node holds it.
@@ -199,6 +204,7 @@ func check(ctx context.Context, tc *testCluster, w *workload, tl *tally) error {
 			}
 		case unknown:
 			tl.Unknown++
+			tl.problem(&tl.Unresolved, "unresolved: idempotent send %s still unknown after resending (stored %d times)", s.id, len(ps))
 			if len(ps) > 1 {
 				tl.problem(&tl.UnknownTwice, "unknown send %s stored %d times", s.id, len(ps))
 			}

@@ -49,9 +49,12 @@
 // says how many schedules ran secure and counts security failures.
 // -chaos.plain runs without TLS and auth. The other tests run plain.
 //
-// A workload runs throughout: producers with unique payloads record every
-// acknowledged (msgId, topic, queueId, queueOffset) and every unknown
-// outcome, consumers long-poll every queue from offset 0, and a consumer
+// A workload runs throughout: idempotent producers with unique payloads
+// record every acknowledged (msgId, topic, queueId, queueOffset), resending
+// a batch whose outcome is unknown with the same producer sequences until
+// it is known (up to a minute after the workload stops; a send still
+// unknown then is a problem, "unresolved"), consumers long-poll every queue
+// from offset 0, and a consumer
 // group commits offsets. After healing every fault and waiting for the nodes
 // to converge, the checker reads every queue from every node directly and
 // checks: each acknowledged message is present exactly once at its

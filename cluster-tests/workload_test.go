@@ -37,7 +37,7 @@ type outcome int
 
 const (
 	acked   outcome = iota
-	unknown         // ErrOutcomeUnknown: stored at most once
+	unknown         // ErrOutcomeUnknown even after resending: stored at most once, and a problem (Unresolved)
 	failed          // any other error: the client says nothing was applied
 )
 
@@ -62,6 +62,7 @@ type workload struct {
 	commits     int
 	regressions []string // committed offsets read back lower than acknowledged
 	failedWhy   []string // the first few errors of failed sends, for the log
+	resent      int      // batches sent again after an unknown outcome
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -175,15 +176,12 @@ func (w *workload) produce(cl *client.Client, p int) {
 			recs[i] = &sent{id: id, producer: p, seq: seq, body: body}
 			seq++
 		}
-		ctx, cancel := w.opCtx(5 * time.Second)
-		res, err := cl.Send(ctx, msgs...)
-		stopped := ctx.Err() != nil && w.isStopped()
-		cancel()
+		res, err := w.sendOnce(cl, cl.Prepare(msgs...))
 		for i, r := range recs {
 			switch {
 			case err == nil && res[i].Err == nil:
 				r.outcome, r.queue, r.offset = acked, res[i].QueueID, res[i].QueueOffset
-			case err == nil || client.IsOutcomeUnknown(err) || stopped:
+			case err == nil || client.IsOutcomeUnknown(err):
 				r.outcome = unknown // a per-message refusal is also checked as "at most once"
 			default:
 				r.outcome = failed
@@ -195,6 +193,53 @@ func (w *workload) produce(cl *client.Client, p int) {
 			w.failedWhy = append(w.failedWhy, fmt.Sprintf("%s producer %d: %v", time.Now().Format("15:04:05.000"), p, err))
 		}
 		w.mu.Unlock()
+	}
+}
+
+// drainTime bounds how long a producer keeps resending a batch whose
+// outcome is unknown after the workload stopped (the cluster serves then:
+// every fault ended with waitServing).
+const drainTime = 60 * time.Second
+
+// sendOnce sends a prepared batch (ids and producer sequences fixed) until
+// its outcome is known: the producer is idempotent, so a batch whose
+// outcome was unknown is sent again and the cluster stores it once. It
+// gives up as unknown when the workload has stopped and drainTime passed
+// since; a batch refused as not applied before any unknown outcome failed.
+func (w *workload) sendOnce(cl *client.Client, msgs []client.Message) ([]client.SendResult, error) {
+	uncertain := false
+	var giveUp time.Time
+	for {
+		var ctx context.Context
+		var cancel context.CancelFunc
+		if !w.isStopped() {
+			ctx, cancel = w.opCtx(5 * time.Second)
+		} else {
+			if giveUp.IsZero() {
+				giveUp = time.Now().Add(drainTime)
+			}
+			ctx, cancel = context.WithDeadline(context.Background(), giveUp)
+		}
+		res, err := cl.Send(ctx, msgs...)
+		cancel()
+		switch {
+		case err == nil:
+			return res, nil
+		case !client.IsOutcomeUnknown(err) && ctx.Err() == nil && !uncertain:
+			return nil, err // nothing was applied
+		}
+		uncertain = uncertain || client.IsOutcomeUnknown(err) || ctx.Err() != nil
+		w.mu.Lock()
+		w.resent++
+		w.mu.Unlock()
+		if !giveUp.IsZero() && time.Now().After(giveUp) {
+			return nil, fmt.Errorf("%w: still unknown %v after the workload stopped: %w", client.ErrOutcomeUnknown, drainTime, err)
+		}
+		if w.isStopped() {
+			time.Sleep(100 * time.Millisecond) // backoff between resends; bounded by giveUp
+		} else {
+			w.wait(100 * time.Millisecond)
+		}
 	}
 }
 
