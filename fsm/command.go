@@ -26,6 +26,9 @@ const (
 	CmdUpdateTopic   CommandType = meta.EntryUpdateTopic   // 4
 	CmdDeleteTopic   CommandType = meta.EntryDeleteTopic   // 5
 	CmdSetMemberMeta CommandType = 6
+	// CmdDeliverDue delivers the scheduled messages due by the entry's
+	// store time (store.DeliverDue); the leader's scheduler proposes it.
+	CmdDeliverDue CommandType = 7
 )
 
 func (t CommandType) String() string {
@@ -42,6 +45,8 @@ func (t CommandType) String() string {
 		return "DeleteTopic"
 	case CmdSetMemberMeta:
 		return "SetMemberMeta"
+	case CmdDeliverDue:
+		return "DeliverDue"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -60,7 +65,7 @@ var (
 type Command struct {
 	Type CommandType
 
-	// MessageBatch.
+	// MessageBatch, DeliverDue.
 	LeaderTimestamp int64
 	LeaderHost      message.HostPort
 	Messages        []message.Message
@@ -98,6 +103,9 @@ func (c *Command) Encode(dst []byte) ([]byte, error) {
 	case CmdSetMemberMeta:
 		e.str(c.MemberID)
 		e.str(c.MemberAPIAddr)
+	case CmdDeliverDue:
+		e.I64(c.LeaderTimestamp)
+		e.host(c.LeaderHost)
 	default:
 		return dst, fmt.Errorf("%w: type %d", ErrUnknownCommand, c.Type)
 	}
@@ -170,6 +178,9 @@ func DecodeCommand(data []byte) (Command, error) {
 		d.admin(&c)
 	case CmdSetMemberMeta:
 		c.MemberID, c.MemberAPIAddr = d.str(), d.str()
+	case CmdDeliverDue:
+		c.LeaderTimestamp = d.I64()
+		c.LeaderHost = d.host()
 	default:
 		return Command{}, fmt.Errorf("%w: type %d", ErrUnknownCommand, data[1])
 	}

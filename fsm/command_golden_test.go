@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"testing"
 
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/meta"
 	"github.com/raftmq/raftmq/store"
 )
@@ -20,6 +21,8 @@ func TestAdminEntriesGolden(t *testing.T) {
 		{Command{Type: CmdCreateTopic, Topic: store.TopicConfig{Name: "t", Queues: 4, Perm: 6}}, "010301740000000400000006"},
 		{Command{Type: CmdUpdateTopic, Topic: store.TopicConfig{Name: "t", Queues: 8}}, "010401740000000800000000"},
 		{Command{Type: CmdDeleteTopic, TopicName: "t"}, "01050174"},
+		{Command{Type: CmdDeliverDue, LeaderTimestamp: 0x0102030405, LeaderHost: message.HostPort{IP: [4]byte{10, 0, 0, 1}, Port: 7000}},
+			"0107" + "0000000102030405" + "0a000001" + "00001b58"},
 	} {
 		b, err := c.cmd.Encode(nil)
 		if err != nil || hex.EncodeToString(b) != c.want {
@@ -38,7 +41,7 @@ func TestAdminTypesAreMetas(t *testing.T) {
 			t.Errorf("%s: meta says %s %v, entry type %d", ct, got, ok, mt.EntryType())
 		}
 	}
-	for _, ct := range []CommandType{CmdMessageBatch, CmdSetMemberMeta, 0, 7} {
+	for _, ct := range []CommandType{CmdMessageBatch, CmdSetMemberMeta, CmdDeliverDue, 0, 8} {
 		if _, ok := meta.CommandOfEntry(byte(ct)); ok {
 			t.Errorf("%s is an admin command to meta", ct)
 		}

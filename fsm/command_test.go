@@ -24,6 +24,7 @@ func sampleCommands() []Command {
 		{Type: CmdUpdateTopic, Topic: store.TopicConfig{Name: "T", Queues: 16, Perm: 4}},
 		{Type: CmdDeleteTopic, TopicName: "T"},
 		{Type: CmdSetMemberMeta, MemberID: "n1", MemberAPIAddr: "127.0.0.1:9001"},
+		{Type: CmdDeliverDue, LeaderTimestamp: 1700000000999, LeaderHost: host},
 	}
 }
 

@@ -28,6 +28,8 @@ package fsm
 //	                   (the admin commands 2-5: type numbers and bodies
 //	                   are package meta's, meta/entry.go)
 //	SetMemberMeta (6): serverId str, apiAddr str
+//	DeliverDue (7):    leaderTimestamp i64, leaderHost host (store.DeliverDue:
+//	                   the scheduled messages due by the entry's store time)
 //
 // A decoder rejects a wrong version, an unknown type, a short field, a count
 // that cannot fit in the remaining bytes and trailing bytes. The whole entry

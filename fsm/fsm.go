@@ -23,7 +23,9 @@ var ErrFatal = errors.New("fsm: store failed, applying stopped")
 // ApplyResponse is what the FSM returns for every entry it is given.
 type ApplyResponse struct {
 	Results []store.PutResult // one per message of a MessageBatch
-	Err     error             // a rejected command, a skipped entry or ErrFatal
+	// Delivered is how many scheduled messages a DeliverDue stored.
+	Delivered int
+	Err       error // a rejected command, a skipped entry or ErrFatal
 	// ApplyDuration is the time the FSM spent decoding and applying the
 	// entry (for the leader's latency breakdown).
 	ApplyDuration time.Duration
@@ -250,6 +252,14 @@ func (f *FSM) execute(st *store.Store, h *store.EntryHeader, cmd *Command) (*App
 	case CmdSetMemberMeta:
 		f.setMember(cmd.MemberID, cmd.MemberAPIAddr)
 		return &ApplyResponse{}, st.MarkApplied(*h)
+	case CmdDeliverDue:
+		h.StoreTimestamp = max(cmd.LeaderTimestamp, f.lastTS)
+		h.StoreHost = cmd.LeaderHost
+		n, err := st.DeliverDue(*h)
+		if err == nil {
+			f.lastTS = h.StoreTimestamp
+		}
+		return &ApplyResponse{Delivered: n}, err
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, cmd.Type)
 }

@@ -165,6 +165,21 @@ const (
 	// (ParseProducerSeq). The store keeps, per producer, the highest
 	// sequences it stored and answers a repeat with the first result.
 	PropertyProducerSeq = "PSEQ"
+	// Delayed delivery (store/timer.go). A message asks for it with one
+	// of RocketMQ's properties: DELAY (a delay level 1-18), TIMER_DELIVER_MS
+	// (epoch milliseconds), TIMER_DELAY_SEC or TIMER_DELAY_MS (relative to
+	// its store time). The store keeps it in ScheduleTopic with REAL_TOPIC,
+	// REAL_QID and TIMER_OUT_MS (the due time) until it is due, then stores
+	// a copy in the real topic carrying TIMER_DELIVERED (the delivery's
+	// time, reserved: refused in a client's message).
+	PropertyDelayLevel     = "DELAY"
+	PropertyTimerDeliverMs = "TIMER_DELIVER_MS"
+	PropertyTimerDelaySec  = "TIMER_DELAY_SEC"
+	PropertyTimerDelayMs   = "TIMER_DELAY_MS"
+	PropertyRealTopic      = "REAL_TOPIC"
+	PropertyRealQueueID    = "REAL_QID"
+	PropertyTimerOutMs     = "TIMER_OUT_MS"
+	PropertyTimerDelivered = "TIMER_DELIVERED"
 	// PropertyKeySeparator separates several keys in KEYS.
 	PropertyKeySeparator = " "
 	// nameValueSep and propertySep are RocketMQ's NAME_VALUE_SEPARATOR and

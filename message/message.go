@@ -147,6 +147,11 @@ func GetProperty(props []byte, key string) ([]byte, bool) {
 // and UNIQ_KEY (the hash index) and PSEQ (the producer dedup table).
 type StoreProperties struct {
 	Tags, Keys, Uniq, ProducerSeq []byte
+	// Timer is the first delay property (DELAY, TIMER_DELIVER_MS,
+	// TIMER_DELAY_SEC, TIMER_DELAY_MS) and TimerKey its key; TimerOut is
+	// TIMER_OUT_MS and Delivered TIMER_DELIVERED.
+	Timer, TimerOut, Delivered []byte
+	TimerKey                   string
 }
 
 // ReadStoreProperties returns, in one pass over encoded props, the values
@@ -155,7 +160,7 @@ type StoreProperties struct {
 // read them here, so they index and deduplicate alike.
 func ReadStoreProperties(props []byte) StoreProperties {
 	var sp StoreProperties
-	var haveTags, haveKeys, haveUniq, haveSeq bool
+	var haveTags, haveKeys, haveUniq, haveSeq, haveOut, haveDelivered bool
 	for k, v := range Properties(props) {
 		switch {
 		case !haveTags && string(k) == PropertyTags:
@@ -166,12 +171,35 @@ func ReadStoreProperties(props []byte) StoreProperties {
 			sp.Uniq, haveUniq = v, true
 		case !haveSeq && string(k) == PropertyProducerSeq:
 			sp.ProducerSeq, haveSeq = v, true
+		case sp.TimerKey == "":
+			sp.TimerKey = timerKey(k)
+			if sp.TimerKey != "" {
+				sp.Timer = v
+			}
 		}
-		if haveTags && haveKeys && haveUniq && haveSeq {
-			break
+		switch {
+		case !haveOut && string(k) == PropertyTimerOutMs:
+			sp.TimerOut, haveOut = v, true
+		case !haveDelivered && string(k) == PropertyTimerDelivered:
+			sp.Delivered, haveDelivered = v, true
 		}
 	}
 	return sp
+}
+
+// timerKey returns k's name if it is a delay property, else "".
+func timerKey(k []byte) string {
+	switch string(k) {
+	case PropertyDelayLevel:
+		return PropertyDelayLevel
+	case PropertyTimerDeliverMs:
+		return PropertyTimerDeliverMs
+	case PropertyTimerDelaySec:
+		return PropertyTimerDelaySec
+	case PropertyTimerDelayMs:
+		return PropertyTimerDelayMs
+	}
+	return ""
 }
 
 // IndexedProperties returns TAGS, KEYS and UNIQ_KEY as ReadStoreProperties

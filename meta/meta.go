@@ -46,16 +46,18 @@ type Meta struct {
 	Offsets   map[OffsetKey]int64
 	Queues    map[QueueKey]int64 // next queue offset per queue
 	Producers *Producers         // idempotent producers' windows (producers.go)
+	Timer     Timer              // delayed delivery's progress (timer.go)
 }
 
 // New returns an empty Meta with the default dedup settings.
 func New() *Meta {
 	return &Meta{Topics: map[string]TopicConfig{}, Offsets: map[OffsetKey]int64{}, Queues: map[QueueKey]int64{},
-		Producers: newProducers(DefaultDedupConfig())}
+		Producers: newProducers(DefaultDedupConfig()), Timer: newTimer()}
 }
 
-// Meta encoding versions: 1 has no producer table (it decodes as an empty
-// one with the default settings); 2 appends it.
+// Meta encoding versions: 1 has no producer table and no timer (it decodes
+// as an empty table with the default settings and no delivery yet); 2
+// appends them.
 const (
 	version1 = 1
 	version  = 2
@@ -67,7 +69,8 @@ func (m *Meta) Encode() []byte {
 	b = m.appendTopics(b)
 	b = m.appendQueues(b)
 	b = m.appendOffsets(b)
-	return m.Producers.appendProducers(b)
+	b = m.Producers.appendProducers(b)
+	return m.Timer.append(b)
 }
 
 func (m *Meta) appendTopics(b []byte) []byte {
@@ -149,6 +152,7 @@ func Decode(b []byte) (*Meta, error) {
 	}
 	if v == version && d.err == nil {
 		m.Producers = d.producers()
+		m.Timer = d.timer()
 	}
 	if d.err != nil || len(d.b) != 0 {
 		return nil, fmt.Errorf("%w: meta", ErrMalformed)

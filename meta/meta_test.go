@@ -22,6 +22,8 @@ func sample() *Meta {
 	m.Producers.Store([]byte("p"), 5, 300, 1000)
 	m.Producers.Store([]byte("p"), 2, 100, 1000)
 	m.Producers.nextSweep = 0
+	m.Timer.UpTo = 5000
+	m.Timer.Done[7] = 9
 	return m
 }
 
@@ -36,7 +38,8 @@ func TestMetaGolden(t *testing.T) {
 		"00000001" + "000167" + "000161" + "00000000" + "0000000000000002" +
 		"00001000" + "000000000036ee80" + // dedup window 4096, expiry 1 h
 		"00000001" + "000170" + "00000000000003e8" + "0000000000000000" + // producer "p", stored at 1000, floor 0
-		"00000002" + "0000000000000002" + "0000000000000064" + "0000000000000005" + "000000000000012c"
+		"00000002" + "0000000000000002" + "0000000000000064" + "0000000000000005" + "000000000000012c" +
+		"0000000000001388" + "00000001" + "00000007" + "0000000000000009" // timer: up to 5000, bucket 7 done below 9
 	got := hex.EncodeToString(sample().Encode())
 	if got != want {
 		t.Fatalf("encoding\n got %s\nwant %s", got, want)
@@ -51,6 +54,7 @@ func TestMetaGolden(t *testing.T) {
 	m, err = Decode(old)
 	want1 := sample()
 	want1.Producers = newProducers(DefaultDedupConfig())
+	want1.Timer = newTimer()
 	if err != nil || !reflect.DeepEqual(m, want1) {
 		t.Fatalf("decode of version 1: %v %+v", err, m)
 	}

@@ -3,10 +3,12 @@ package recovery
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/index"
 	"github.com/raftmq/raftmq/message"
+	"github.com/raftmq/raftmq/meta"
 )
 
 // Pipeline sizes: a batch is handed over when it holds this many entries or
@@ -116,6 +118,19 @@ type preparedRecord struct {
 	tagsCode         int64
 	hashFrom, hashTo int
 	pseq             []byte // PSEQ property (idempotent send), aliases the mapping; nil: none
+	delivered        []byte // TIMER_DELIVERED (a delivered scheduled message), aliases the mapping
+}
+
+// tagsCode is a record's consume-queue tagsCode as the store's dispatch
+// computes it: the hash of TAGS, or for a record of the schedule topic its
+// due time (TIMER_OUT_MS).
+func tagsCode(topic []byte, sp *message.StoreProperties) int64 {
+	if string(topic) == meta.ScheduleTopic {
+		if due, err := strconv.ParseInt(string(sp.TimerOut), 10, 64); err == nil {
+			return due
+		}
+	}
+	return message.TagsCodeBytes(sp.Tags)
 }
 
 func newReplayBatch() *replayBatch {
@@ -153,7 +168,8 @@ func (b *replayBatch) prepareRecords(e *commitlog.Entry) error {
 		b.hashes = index.MessageKeyHashes(b.hashes, rec.topic, sp.Keys, sp.Uniq)
 		b.recs = append(b.recs, preparedRecord{
 			off: off, size: rec.size, queueID: rec.queueID, queueOffset: rec.queueOffset, topic: rec.topic,
-			tagsCode: message.TagsCodeBytes(sp.Tags), hashFrom: from, hashTo: len(b.hashes), pseq: sp.ProducerSeq,
+			tagsCode: tagsCode(rec.topic, &sp), hashFrom: from, hashTo: len(b.hashes), pseq: sp.ProducerSeq,
+			delivered: sp.Delivered,
 		})
 		rb = rb[rec.size:]
 		off += int64(rec.size)

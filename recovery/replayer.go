@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/raftmq/raftmq/commitlog"
 	"github.com/raftmq/raftmq/consumequeue"
@@ -88,6 +89,9 @@ func (r *replayer) record(rec *preparedRecord, storeTs int64, hashes []int32) er
 	if rec.pseq != nil && !r.only.DispatchOnly {
 		r.storeProducerSeq(rec, storeTs)
 	}
+	if rec.delivered != nil && !r.only.DispatchOnly {
+		r.advanceTimer(rec.delivered, storeTs)
+	}
 	t := r.topic(rec.topic)
 	if t.skip {
 		return nil
@@ -125,6 +129,17 @@ func (r *replayer) storeProducerSeq(rec *preparedRecord, storeTs int64) {
 	r.t.Meta().Producers.Store(producer, seq, rec.off, storeTs)
 }
 
+// advanceTimer records a delivered scheduled message's mark as the apply
+// path did after writing it (meta.Timer.Advance with the queue table).
+func (r *replayer) advanceTimer(mark []byte, storeTs int64) {
+	upto, err := strconv.ParseInt(string(mark), 10, 64)
+	if err != nil {
+		return
+	}
+	r.syncMeta()
+	r.t.Meta().Timer.Advance(upto, storeTs, r.t.Meta().Queues)
+}
+
 // topic returns the cache entry of a topic, creating the topic in meta the
 // first time a record names it (as the apply path does).
 func (r *replayer) topic(name []byte) *replayTopic {
@@ -140,6 +155,8 @@ func (r *replayer) topic(name []byte) *replayTopic {
 	switch {
 	case r.only.DispatchOnly:
 		t.skip = !exists // deleted since
+	case !exists && t.name == meta.ScheduleTopic:
+		r.t.Meta().Topics[t.name] = meta.TopicConfig{Name: t.name, Queues: meta.ScheduleBuckets, Perm: 6}
 	case !exists:
 		r.t.Meta().Topics[t.name] = meta.TopicConfig{Name: t.name, Queues: r.t.DefaultQueues(), Perm: 6}
 	}

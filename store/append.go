@@ -107,7 +107,10 @@ type appendScratch struct {
 	// dups are the results that repeat another: dupOf[i] is the result
 	// index of dups[i]'s first copy in this entry, or -1 (stored before).
 	dups, dupOf []int
-	queues      []queueRef // consume queues used by this entry
+	// scheduled holds the ScheduleTopic copies of this entry's delayed
+	// messages.
+	scheduled []message.Message
+	queues    []queueRef // consume queues used by this entry
 }
 
 // queueRef caches one consume-queue lookup for the rest of an entry.
@@ -117,13 +120,19 @@ type queueRef struct {
 }
 
 // storeProps are the property values the store reads, aliasing the message.
-type storeProps struct{ tags, keys, uniq, pseq []byte }
+type storeProps struct {
+	tags, keys, uniq, pseq []byte
+	timer, delivered       []byte // a delay property; TIMER_DELIVERED
+	timerKey               string
+	due                    int64 // a scheduled record's due time: its tagsCode (0: none)
+}
 
-// readStoreProps reads TAGS, KEYS, UNIQ_KEY and PSEQ
+// readStoreProps reads TAGS, KEYS, UNIQ_KEY, PSEQ and the timer properties
 // (message.ReadStoreProperties).
 func readStoreProps(props []byte) storeProps {
 	sp := message.ReadStoreProperties(props)
-	return storeProps{tags: sp.Tags, keys: sp.Keys, uniq: sp.Uniq, pseq: sp.ProducerSeq}
+	return storeProps{tags: sp.Tags, keys: sp.Keys, uniq: sp.Uniq, pseq: sp.ProducerSeq,
+		timer: sp.Timer, timerKey: sp.TimerKey, delivered: sp.Delivered}
 }
 
 // queue returns the consume queue of k, creating it if needed, looking it
@@ -158,6 +167,8 @@ func (a *appendScratch) reset() {
 	}
 	clear(a.entrySeqs)
 	a.dups, a.dupOf = a.dups[:0], a.dupOf[:0]
+	clear(a.scheduled)
+	a.scheduled = a.scheduled[:0]
 	clear(a.newTopics)
 	a.newTopics, a.totalQueues = a.newTopics[:0], -1
 	if a.next == nil {
@@ -179,6 +190,14 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []message.Message, results []
 	if err := s.checkWritable(h); err != nil {
 		return results, err
 	}
+	return s.appendLocked(h, msgs, results, false)
+}
+
+// appendLocked is AppendMessages with writeMu held. delivery marks the
+// copies DeliverDue stores in their real topics: they skip the client
+// checks (reserved properties, scheduling) and go to their queue whatever
+// the topic became meanwhile (deliveryQueue).
+func (s *Store) appendLocked(h EntryHeader, msgs []message.Message, results []PutResult, delivery bool) ([]PutResult, error) {
 	a := &s.scratch
 	a.reset()
 	defer a.reset()
@@ -187,13 +206,26 @@ func (s *Store) AppendMessages(h EntryHeader, msgs []message.Message, results []
 	for i := range msgs {
 		m := &msgs[i]
 		res := PutResult{Topic: m.Topic, QueueID: m.QueueID, StoreTimestamp: h.StoreTimestamp}
-		res.Err = s.validateForApply(m)
 		sp := readStoreProps(m.Properties)
+		if delivery {
+			s.deliveryQueue(m)
+			res.QueueID = m.QueueID
+			res.Err = s.checkMessage(m)
+		} else {
+			res.Err = s.validateForApply(m)
+			if res.Err == nil {
+				res.Err = checkReserved(m, &sp)
+			}
+		}
 		if res.Err == nil && sp.pseq != nil && a.dedup(s, &res, len(results), sp.pseq, h.StoreTimestamp) {
 			results = append(results, res)
 			continue
 		}
-		if res.Err == nil {
+		if res.Err == nil && !delivery && sp.timer != nil {
+			m, res.Err = a.schedule(s, m, &sp, h.StoreTimestamp)
+			res.Topic, res.QueueID = m.Topic, m.QueueID
+		}
+		if res.Err == nil && m.Topic != ScheduleTopic {
 			res.Err = a.admitNewTopic(s, m.Topic)
 		}
 		if res.Err == nil && entrySize+int64(message.MessageSize(m)) > s.maxEntrySize() {
@@ -313,7 +345,7 @@ func (s *Store) dispatchAppended(msgs []message.Message, queueOffsets []int64, p
 		m := &msgs[i]
 		k := meta.QueueKey{Topic: m.Topic, Queue: m.QueueID}
 		if _, ok := s.meta.Topics[m.Topic]; !ok {
-			s.meta.Topics[m.Topic] = TopicConfig{Name: m.Topic, Queues: s.cfg.DefaultQueues, Perm: 6}
+			s.meta.Topics[m.Topic] = TopicConfig{Name: m.Topic, Queues: s.newTopicQueues(m.Topic), Perm: 6}
 		}
 		s.meta.Queues[k] = queueOffsets[i] + 1
 		if pseq := a.props[i].pseq; pseq != nil {
@@ -324,7 +356,19 @@ func (s *Store) dispatchAppended(msgs []message.Message, queueOffsets []int64, p
 			a.touched = append(a.touched, k)
 		}
 	}
+	timerChanged := false
+	for i := range msgs {
+		if a.props[i].due != 0 {
+			timerChanged = true
+		} else if mark := a.props[i].delivered; mark != nil {
+			s.advanceTimer(mark, storeTs)
+			timerChanged = true
+		}
+	}
 	s.mu.Unlock()
+	if timerChanged {
+		s.scheduleChanged()
+	}
 	var bodies uint64
 	for i := range msgs {
 		m := &msgs[i]
@@ -347,7 +391,11 @@ func (s *Store) dispatchOne(topic string, queueID int32, queueOffset int64, pos 
 	if err != nil {
 		return fmt.Errorf("store: consume queue %s/%d: %w", topic, queueID, err)
 	}
-	unit := consumequeue.Unit{PhyOffset: pos.Offset, Size: pos.Size, TagsCode: message.TagsCodeBytes(sp.tags)}
+	tagsCode := message.TagsCodeBytes(sp.tags)
+	if sp.due != 0 {
+		tagsCode = sp.due
+	}
+	unit := consumequeue.Unit{PhyOffset: pos.Offset, Size: pos.Size, TagsCode: tagsCode}
 	if err := q.Put(queueOffset, unit); err != nil {
 		return fmt.Errorf("store: consume queue %s/%d offset %d: %w", topic, queueID, queueOffset, err)
 	}

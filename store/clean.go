@@ -22,9 +22,13 @@ func (s *Store) clean() error {
 	forcibly := s.diskUsedPercent() >= s.cfg.CleanForciblyRatio
 	overMax := s.diskUsedPercent() >= s.cfg.DiskMaxUsedSpaceRatio
 	ckpt := s.ckptOffset.Load()
+	pinned, err := s.pendingMinPhy()
+	if err != nil {
+		return fmt.Errorf("retention: pending scheduled messages: %w", err)
+	}
 	keep := func(seg mmap.Segment) bool {
-		if seg.End() > ckpt {
-			return true
+		if seg.End() > ckpt || pinned >= 0 && seg.End() > pinned {
+			return true // not yet checkpointed, or holding pending scheduled messages
 		}
 		if forcibly || overMax {
 			return false

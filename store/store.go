@@ -83,6 +83,8 @@ type Store struct {
 	failure          atomic.Pointer[error] // set once by failClosed
 	rebuildMarked    atomic.Bool           // a read found derived data damaged: marker written
 	counters         counters
+	timerMu          sync.Mutex
+	timerCh          chan struct{} // ScheduleChanged's; nil until asked for
 	plan             recovery.Plan
 	recoveryDuration time.Duration
 	recoveryReplayed int                  // entries the last Open replayed (tail, lag repair, rebuild)
@@ -96,6 +98,7 @@ type counters struct {
 	messages, bytes, entries, flushes, segmentsDeleted atomic.Uint64
 	corruptions                                        atomic.Uint64 // reads refused for damaged data
 	dedupHits                                          atomic.Uint64 // duplicates of stored producer sequences
+	delivered                                          atomic.Uint64 // scheduled messages delivered (DeliverDue)
 	lastFlushNanos                                     atomic.Int64
 	diskUsedPercent                                    atomic.Int32 // as of the last service tick
 }
@@ -450,6 +453,6 @@ func (s *Store) Stats() Stats {
 		RecoveryDuration: s.recoveryDuration, RecoveryMode: s.plan.Mode.String(),
 		Topics: topics, Queues: queues, SegmentsDeleted: s.counters.segmentsDeleted.Load(),
 		Corruptions: s.counters.corruptions.Load(), RebuildPending: s.rebuildMarked.Load(),
-		Producers: producers, DedupHits: s.counters.dedupHits.Load(),
+		Producers: producers, DedupHits: s.counters.dedupHits.Load(), Delivered: s.counters.delivered.Load(),
 	}
 }

@@ -118,6 +118,9 @@ type Stats struct {
 	// duplicates of a stored producer sequence since Open.
 	Producers int
 	DedupHits uint64
+	// Delivered counts the scheduled messages DeliverDue stored in their
+	// real topics since Open.
+	Delivered uint64
 }
 
 // Snapshot is the O(1) capture the FSM takes on its goroutine: everything a
