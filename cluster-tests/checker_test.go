@@ -387,7 +387,10 @@ func ownGroupOffsets(dataDir string) ([queues]int64, error) {
 func queryOffsetSettled(ctx context.Context, r pb.RaftMQClient, req *pb.QueryOffsetRequest) (*pb.QueryOffsetResponse, error) {
 	for {
 		res, err := r.QueryOffset(ctx, req)
-		if status.Code(err) != codes.Unavailable || ctx.Err() != nil {
+		// A read: asking again is safe. A follower forwards it to the
+		// leader, and a forwarding connection the leader's restart broke
+		// answers Unknown once.
+		if c := status.Code(err); c != codes.Unavailable && c != codes.Unknown || ctx.Err() != nil {
 			return res, err
 		}
 		t := time.NewTimer(100 * time.Millisecond)
