@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,21 @@ func (m Message) WithQueue(q int32) Message { m.QueueID = q; return m }
 
 // WithID sets the message id (UNIQ_KEY).
 func (m Message) WithID(id string) Message { m.ID = id; return m }
+
+// WithDelay asks the cluster to deliver m d after it stores it (the
+// TIMER_DELAY_MS property; whole milliseconds, at most 40 days). Until then
+// m waits in the schedule topic and consumers of its topic do not see it;
+// then a copy is stored in its topic, once.
+func (m Message) WithDelay(d time.Duration) Message {
+	return m.WithProperty(message.PropertyTimerDelayMs, strconv.FormatInt(d.Milliseconds(), 10))
+}
+
+// WithDeliverAt asks the cluster to deliver m at t (the TIMER_DELIVER_MS
+// property, by the leader's clock; at most 40 days ahead). A time already
+// past delivers at once.
+func (m Message) WithDeliverAt(t time.Time) Message {
+	return m.WithProperty(message.PropertyTimerDeliverMs, strconv.FormatInt(t.UnixMilli(), 10))
+}
 
 // WithProperty sets a user property.
 func (m Message) WithProperty(k, v string) Message {

@@ -24,6 +24,7 @@ func sample() *Meta {
 	m.Producers.nextSweep = 0
 	m.Timer.UpTo = 5000
 	m.Timer.Done[7] = 9
+	m.Timer.Delivered = 3
 	return m
 }
 
@@ -39,7 +40,7 @@ func TestMetaGolden(t *testing.T) {
 		"00001000" + "000000000036ee80" + // dedup window 4096, expiry 1 h
 		"00000001" + "000170" + "00000000000003e8" + "0000000000000000" + // producer "p", stored at 1000, floor 0
 		"00000002" + "0000000000000002" + "0000000000000064" + "0000000000000005" + "000000000000012c" +
-		"0000000000001388" + "00000001" + "00000007" + "0000000000000009" // timer: up to 5000, bucket 7 done below 9
+		"0000000000001388" + "0000000000000003" + "00000001" + "00000007" + "0000000000000009" // timer: up to 5000, 3 delivered, bucket 7 done below 9
 	got := hex.EncodeToString(sample().Encode())
 	if got != want {
 		t.Fatalf("encoding\n got %s\nwant %s", got, want)

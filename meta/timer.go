@@ -41,6 +41,19 @@ func Bucket(due int64) int32 {
 type Timer struct {
 	UpTo int64
 	Done map[int32]int64
+	// Delivered counts the messages delivered (records marked
+	// TIMER_DELIVERED): the scheduled records (the schedule queues' next
+	// offsets together) minus it are pending.
+	Delivered int64
+}
+
+// Pending is the number of scheduled messages not yet delivered.
+func (t *Timer) Pending(queues map[QueueKey]int64) int64 {
+	n := -t.Delivered
+	for b := int32(0); b < ScheduleBuckets; b++ {
+		n += queues[QueueKey{Topic: ScheduleTopic, Queue: b}]
+	}
+	return n
 }
 
 func newTimer() Timer { return Timer{Done: map[int32]int64{}} }
@@ -67,6 +80,7 @@ func (t *Timer) Advance(upto, now int64, queues map[QueueKey]int64) {
 
 func (t *Timer) append(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(t.UpTo))
+	b = binary.BigEndian.AppendUint64(b, uint64(t.Delivered))
 	keys := slices.Sorted(maps.Keys(t.Done))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(keys)))
 	for _, k := range keys {
@@ -79,6 +93,7 @@ func (t *Timer) append(b []byte) []byte {
 func (d *decoder) timer() Timer {
 	t := newTimer()
 	t.UpTo = int64(d.u64())
+	t.Delivered = int64(d.u64())
 	for n := d.count(); n > 0 && d.err == nil; n-- {
 		k := int32(d.u32())
 		v := int64(d.u64())

@@ -164,6 +164,9 @@ type Config struct {
 
 	FS     vfs.FS       `toml:"-"` // default vfs.OS()
 	Logger hclog.Logger `toml:"-"` // default: hclog to stderr at LogLevel
+	// Clock is the scheduler's clock: when delayed messages are due and
+	// the time a DeliverDue entry carries (default time.Now).
+	Clock func() time.Time `toml:"-"`
 }
 
 // DefaultConfig is a single node in ./data on the default ports.

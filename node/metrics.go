@@ -162,11 +162,13 @@ var (
 	gRefused         = newCounter("refused_requests_total", "Requests refused by security and quotas: unauthenticated or not permitted on the gRPC API (denied) or the RocketMQ broker protocol (remoting_denied), over a quota on either (quota, remoting_quota), Raft connections whose mutual-TLS handshake failed (raft_tls).", "reason")
 	gDedupHits       = newCounter("dedup_hits_total", "Messages of idempotent producers (PSEQ) answered as duplicates of a sequence stored before: nothing written, the first copy's result returned. Counted by the store opened last.")
 	gDedupProducers  = newGauge("dedup_producers", "Idempotent producers in the store's producer table (seen within the producer expiry).")
+	gSchedPending    = newGauge("scheduled_pending_messages", "Delayed messages stored and not yet delivered to their topics (replicated state: the same on every replica at the same applied index).")
+	gSchedDelivered  = newCounter("scheduled_delivered_total", "Delayed messages this node's store delivered to their topics (DeliverDue entries applied) since it opened.")
 	gDiskWritten     = newCounter("disk_write_bytes_total", "Bytes this node wrote to disk by file: write()/pwrite bytes, plus the page-aligned cover of msync'd mmap ranges (fallocate, truncate, directory syncs and the file system journal excluded).", "file")
 )
 
 var allGauges = []gauge{gCommitlogOffset, gFlushLag, gStoreMessages, gStoreBytes, gStoreEntries, gStoreSize, gRecovery,
-	gRaftState, gRaftTerm, gRaftIndex, gFSMEntries, gReady, gTopicConsumed, gGroupLag, gDiskUsed, gSpaceWaits, gWaitingSpace, gCorruptions, gRebuildPending, gDiskWritten, gRemoting, gRefused, gDedupHits, gDedupProducers}
+	gRaftState, gRaftTerm, gRaftIndex, gFSMEntries, gReady, gTopicConsumed, gGroupLag, gDiskUsed, gSpaceWaits, gWaitingSpace, gCorruptions, gRebuildPending, gDiskWritten, gRemoting, gRefused, gDedupHits, gDedupProducers, gSchedPending, gSchedDelivered}
 
 // Disk meter classes (raftmq_disk_write_bytes_total{file}). "raftlog" is
 // not counted through vfs: the Raft log store writes its own files and
@@ -244,6 +246,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(gRebuildPending, boolGauge(s.RebuildPending))
 	emit(gDedupHits, float64(s.DedupHits))
 	emit(gDedupProducers, float64(s.Producers))
+	emit(gSchedPending, float64(s.ScheduledPending))
+	emit(gSchedDelivered, float64(s.Delivered))
 	emit(gDiskUsed, float64(c.n.Store().DiskUsedPercent())/100)
 	state := c.n.raft.State()
 	for _, st := range []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown} {

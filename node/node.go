@@ -320,6 +320,7 @@ func (n *Node) startServers() error {
 	n.goroutine(n.handOverLoop)
 	n.goroutine(n.snapshotBySize)
 	n.goroutine(n.batcher.run)
+	n.goroutine(n.scheduleLoop)
 	if n.cfg.Join != "" {
 		n.goroutine(n.joinLoop)
 	} else {

@@ -132,6 +132,7 @@ func (r *replayer) storeProducerSeq(rec *preparedRecord, storeTs int64) {
 // advanceTimer records a delivered scheduled message's mark as the apply
 // path did after writing it (meta.Timer.Advance with the queue table).
 func (r *replayer) advanceTimer(mark []byte, storeTs int64) {
+	r.t.Meta().Timer.Delivered++
 	upto, err := strconv.ParseInt(string(mark), 10, 64)
 	if err != nil {
 		return

@@ -356,10 +356,13 @@ func (s *Store) dispatchAppended(msgs []message.Message, queueOffsets []int64, p
 			a.touched = append(a.touched, k)
 		}
 	}
-	timerChanged := false
+	timerChanged, newDue := false, int64(0)
 	for i := range msgs {
-		if a.props[i].due != 0 {
+		if due := a.props[i].due; due != 0 {
 			timerChanged = true
+			if newDue == 0 || due < newDue {
+				newDue = due
+			}
 		} else if mark := a.props[i].delivered; mark != nil {
 			s.advanceTimer(mark, storeTs)
 			timerChanged = true
@@ -367,7 +370,7 @@ func (s *Store) dispatchAppended(msgs []message.Message, queueOffsets []int64, p
 	}
 	s.mu.Unlock()
 	if timerChanged {
-		s.scheduleChanged()
+		s.scheduleChanged(newDue)
 	}
 	var bodies uint64
 	for i := range msgs {

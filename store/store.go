@@ -85,6 +85,7 @@ type Store struct {
 	counters         counters
 	timerMu          sync.Mutex
 	timerCh          chan struct{} // ScheduleChanged's; nil until asked for
+	newDue           int64         // TakeNewDue's (timerMu)
 	plan             recovery.Plan
 	recoveryDuration time.Duration
 	recoveryReplayed int                  // entries the last Open replayed (tail, lag repair, rebuild)
@@ -443,6 +444,7 @@ func (s *Store) Stats() Stats {
 	topics := len(s.meta.Topics)
 	queues := len(s.meta.Queues)
 	producers := s.meta.Producers.Len()
+	pending := s.meta.Timer.Pending(s.meta.Queues)
 	s.mu.RUnlock()
 	return Stats{
 		MinOffset: s.log.MinOffset(), MaxOffset: applied.End, ConfirmOffset: applied.End,
@@ -453,6 +455,6 @@ func (s *Store) Stats() Stats {
 		RecoveryDuration: s.recoveryDuration, RecoveryMode: s.plan.Mode.String(),
 		Topics: topics, Queues: queues, SegmentsDeleted: s.counters.segmentsDeleted.Load(),
 		Corruptions: s.counters.corruptions.Load(), RebuildPending: s.rebuildMarked.Load(),
-		Producers: producers, DedupHits: s.counters.dedupHits.Load(), Delivered: s.counters.delivered.Load(),
+		Producers: producers, DedupHits: s.counters.dedupHits.Load(), Delivered: s.counters.delivered.Load(), ScheduledPending: pending,
 	}
 }

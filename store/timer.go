@@ -144,11 +144,15 @@ type dueUnit struct {
 
 // scanPending calls fn for every pending scheduled record (due after
 // t.UpTo) in the buckets of the hours from t.UpTo's to last's, bucket by
-// bucket in hour order, until fn returns false.
-func (s *Store) scanPending(t meta.Timer, lastHour int64, fn func(dueUnit) bool) error {
+// bucket in hour order, until fn returns false or, before a bucket,
+// another (optional) says its hour need not be scanned.
+func (s *Store) scanPending(t meta.Timer, lastHour int64, fn func(dueUnit) bool, another ...func(hour int64) bool) error {
 	firstHour := max(t.UpTo/meta.ScheduleBucketMs, lastHour-meta.ScheduleBuckets+1)
 	var units []consumequeue.Unit
 	for hour := firstHour; hour <= lastHour; hour++ {
+		if len(another) > 0 && !another[0](hour) {
+			return nil
+		}
 		b := int32(hour % meta.ScheduleBuckets)
 		q := s.cqs.Get(ScheduleTopic, b)
 		if q == nil {
@@ -275,6 +279,7 @@ func (s *Store) deliveryCopy(u dueUnit, mark string) (message.Message, error) {
 // just written (s.mu held): the TIMER_DELIVERED mark of its records, as
 // recovery's replay reads it.
 func (s *Store) advanceTimer(mark []byte, now int64) {
+	s.meta.Timer.Delivered++
 	if upto, err := strconv.ParseInt(string(mark), 10, 64); err == nil {
 		s.meta.Timer.Advance(upto, now, s.meta.Queues)
 	}
@@ -293,19 +298,17 @@ func (s *Store) NextDue() (int64, bool, error) {
 			next, found = u.due, true
 		}
 		return true
+	}, func(hour int64) bool { // a later hour's bucket holds nothing earlier
+		return !found || next >= hour*meta.ScheduleBucketMs
 	})
 	return next, found, err
 }
 
-// ScheduledPending counts the pending scheduled messages (a full scan of
-// the schedule queues' pending units).
-func (s *Store) ScheduledPending() (int, error) {
+// ScheduledPending counts the scheduled messages not yet delivered.
+func (s *Store) ScheduledPending() int64 {
 	s.mu.RLock()
-	t := meta.Timer{UpTo: s.meta.Timer.UpTo, Done: maps.Clone(s.meta.Timer.Done)}
-	s.mu.RUnlock()
-	n := 0
-	err := s.scanPending(t, t.UpTo/meta.ScheduleBucketMs+meta.ScheduleBuckets-1, func(dueUnit) bool { n++; return true })
-	return n, err
+	defer s.mu.RUnlock()
+	return s.meta.Timer.Pending(s.meta.Queues)
 }
 
 // pendingMinPhy is the lowest commitlog offset of a pending scheduled
@@ -336,11 +339,35 @@ func (s *Store) ScheduleChanged() <-chan struct{} {
 	return s.timerCh
 }
 
-func (s *Store) scheduleChanged() {
+// scheduleChanged wakes ScheduleChanged's waiters; newDue is the earliest
+// due time of the messages the entry scheduled (0: none).
+func (s *Store) scheduleChanged(newDue int64) {
 	s.timerMu.Lock()
 	defer s.timerMu.Unlock()
+	if newDue != 0 && (s.newDue == 0 || newDue < s.newDue) {
+		s.newDue = newDue
+	}
 	if s.timerCh != nil {
 		close(s.timerCh)
 		s.timerCh = nil
 	}
+}
+
+// TakeNewDue returns the earliest due time of the messages scheduled since
+// the last call, and false if none was: a scheduler that knows the next
+// due time keeps it current without scanning the schedule queues again.
+func (s *Store) TakeNewDue() (int64, bool) {
+	s.timerMu.Lock()
+	defer s.timerMu.Unlock()
+	d := s.newDue
+	s.newDue = 0
+	return d, d != 0
+}
+
+// TimerUpTo is meta.Timer.UpTo: every scheduled message due at or before
+// it has been delivered.
+func (s *Store) TimerUpTo() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.meta.Timer.UpTo
 }

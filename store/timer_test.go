@@ -107,6 +107,9 @@ func TestDelayedDelivery(t *testing.T) {
 	if next, ok, err := ts.s.NextDue(); err != nil || !ok || next != t0+1500 {
 		t.Fatalf("NextDue = %d %v %v, want %d", next, ok, err, t0+1500)
 	}
+	if p := ts.s.ScheduledPending(); p != 4 {
+		t.Fatalf("%d pending, want 4", p)
+	}
 	if n := ts.deliver(t0 + 1499); n != 0 {
 		t.Fatalf("delivered %d before anything was due", n)
 	}
@@ -142,6 +145,9 @@ func TestDelayedDelivery(t *testing.T) {
 	}
 	if _, ok, _ := ts.s.NextDue(); ok {
 		t.Fatal("a message is still pending")
+	}
+	if p := ts.s.ScheduledPending(); p != 0 {
+		t.Fatalf("%d pending at the end", p)
 	}
 	if st := ts.s.Stats(); st.Delivered != 4 {
 		t.Fatalf("Stats.Delivered %d, want 4", st.Delivered)
@@ -252,8 +258,8 @@ func TestDelayedDeliveryModel(t *testing.T) {
 	if len(pending) != 0 || len(delivered) != len(dueOf) {
 		t.Fatalf("seed %d: %d delivered of %d", seed, len(delivered), len(dueOf))
 	}
-	if _, ok, _ := ts.s.NextDue(); ok {
-		t.Fatalf("seed %d: still pending after everything was due", seed)
+	if _, ok, _ := ts.s.NextDue(); ok || ts.s.ScheduledPending() != 0 {
+		t.Fatalf("seed %d: still pending after everything was due (%d)", seed, ts.s.ScheduledPending())
 	}
 	t.Logf("%d messages delayed and delivered over %d hours", len(dueOf), (end-1_700_000_000_000)/meta.ScheduleBucketMs)
 	_ = ts.s.Close()

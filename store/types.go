@@ -121,6 +121,8 @@ type Stats struct {
 	// Delivered counts the scheduled messages DeliverDue stored in their
 	// real topics since Open.
 	Delivered uint64
+	// ScheduledPending is the number of scheduled messages not yet due.
+	ScheduledPending int64
 }
 
 // Snapshot is the O(1) capture the FSM takes on its goroutine: everything a

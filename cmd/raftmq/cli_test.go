@@ -56,6 +56,12 @@ func TestUsageErrors(t *testing.T) {
 		{"produce", "-t", "T", "-s", "-1"},
 		{"produce", "-t", "T", "--batch", "0"},
 		{"produce", "-t", "T", "stray"},
+		{"produce", "-t", "T", "--delay", "1s", "--deliver-at", "2030-01-01T00:00:00Z"},
+		{"produce", "-t", "T", "--delay", "41d"},
+		{"produce", "-t", "T", "--delay", "-1s"},
+		{"produce", "-t", "T", "--delay", "1000h"},
+		{"produce", "-t", "T", "--deliver-at", "tomorrow"},
+		{"produce", "-t", "T", "--deliver-at", "2099-01-01T00:00:00Z"},
 		{"consume"},
 		{"consume", "-t", "T", "--from", "3", "--group", "g"},
 		{"consume", "-t", "T", "-n", "-1"},
@@ -444,4 +450,41 @@ func readAcks(t *testing.T, path string) map[string][2]int64 {
 		out[id] = [2]int64{q, off}
 	}
 	return out
+}
+
+// TestProduceDelayed: --delay keeps the messages out of their topic until
+// they are due and the scheduler delivers them (the test backend's
+// DeliverDue stands in for the cluster's scheduler); --deliver-at in the
+// past stores them at once.
+func TestProduceDelayed(t *testing.T) {
+	s := transporttest.StartT(t)
+	srv := "--server=" + s.Addr
+	mustRun(t, srv, "topic", "create", "D", "--queues", "2")
+	sent := time.Now()
+	mustRun(t, srv, "produce", "-t", "D", "-n", "5", "--delay", "300ms")
+	if out := mustRun(t, srv, "consume", "-t", "D", "--to-end"); out != "" {
+		t.Fatalf("delayed messages visible at once: %q", out)
+	}
+	delivered := 0
+	for delivered < 5 && time.Since(sent) < 10*time.Second {
+		n, err := s.Backend.DeliverDue()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 && time.Since(sent) < 300*time.Millisecond {
+			t.Fatalf("%d delivered %v after sending, before the delay", n, time.Since(sent))
+		}
+		delivered += n
+		time.Sleep(20 * time.Millisecond) // the scheduler's tick: a rate, not a condition
+	}
+	if delivered != 5 {
+		t.Fatalf("%d of 5 delivered", delivered)
+	}
+	if out := mustRun(t, srv, "consume", "-t", "D", "--to-end"); strings.Count(out, "\n") != 5 {
+		t.Fatalf("after delivery: %q", out)
+	}
+	mustRun(t, srv, "produce", "-t", "D", "-n", "3", "--deliver-at", time.Now().Add(-time.Minute).UTC().Format(time.RFC3339))
+	if out := mustRun(t, srv, "consume", "-t", "D", "--to-end"); strings.Count(out, "\n") != 8 {
+		t.Fatalf("a past --deliver-at is stored at once: %q", out)
+	}
 }

@@ -22,12 +22,15 @@ type produceFlags struct {
 	topic, key, tag, body, ackLog    string
 	n, size, batch, batchBytes, conc int
 	bodySet                          bool
+	delay                            time.Duration
+	deliverAt                        string
+	deliverTime                      time.Time // parsed deliverAt
 }
 
 func produceCmd(e *env) *cobra.Command {
 	var f produceFlags
 	cmd := &cobra.Command{
-		Use:   "produce -t T [-n N] [-s SIZE] [--key K] [--tag TAG] [--body B] [--ack-log FILE]",
+		Use:   "produce -t T [-n N] [-s SIZE] [--key K] [--tag TAG] [--body B] [--ack-log FILE] [--delay D | --deliver-at TIME]",
 		Short: "Send messages to topic T",
 		Long: `Send N messages to topic T. Every message gets a unique msgId (UNIQ_KEY)
 and, without --body, a body of SIZE bytes that starts with that msgId.
@@ -35,8 +38,14 @@ and, without --body, a body of SIZE bytes that starts with that msgId.
 acknowledged message and "msgId<TAB>topic<TAB>?<TAB>?" when a send's
 outcome is unknown. Messages go in sends of up to --batch messages and
 --batch-bytes bytes (a larger message goes alone); the leader splits a send
-larger than its group_commit.max_bytes across Raft entries. Exit status 1
-if any send failed or is unknown.`,
+larger than its group_commit.max_bytes across Raft entries. Sends are
+idempotent: the client resends a send whose outcome is unknown and the
+cluster stores it once.
+--delay D (e.g. 30s, 2h) or --deliver-at TIME (RFC 3339) delivers the
+messages later, at most 40 days ahead: until then they wait in the
+schedule topic (SCHEDULE_TOPIC_XXXX, where the ack log places them) and
+consumers of T do not see them. Exit status 1 if any send failed or is
+unknown.`,
 		Args: noArgs,
 		RunE: e.action(func(e *env, cmd *cobra.Command, _ []string) error {
 			f.bodySet = cmd.Flags().Changed("body")
@@ -57,6 +66,9 @@ if any send failed or is unknown.`,
 	fl.IntVar(&f.batch, "batch", 64, "messages per send")
 	fl.IntVar(&f.batchBytes, "batch-bytes", client.DefaultMaxBatchBytes, "bytes per send (bodies and properties); a larger message is sent alone")
 	fl.IntVarP(&f.conc, "concurrency", "c", 4, "sends in flight")
+	fl.DurationVar(&f.delay, "delay", 0, "deliver each message this long after it is stored (at most 40 days)")
+	fl.StringVar(&f.deliverAt, "deliver-at", "", "deliver the messages at this time (RFC 3339, at most 40 days ahead)")
+	cmd.MarkFlagsMutuallyExclusive("delay", "deliver-at")
 	return cmd
 }
 
@@ -74,9 +86,24 @@ func (f *produceFlags) check() error {
 		return usagef("--batch-bytes %d out of range [1, %d]: a send must stay well below the 64 MiB gRPC message limit", f.batchBytes, maxBatchBytes)
 	case f.conc < 1:
 		return usagef("-c %d: need at least 1", f.conc)
+	case f.delay < 0 || f.delay > maxDelay:
+		return usagef("--delay %v out of range [0, %v]", f.delay, maxDelay)
+	}
+	if f.deliverAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, f.deliverAt)
+		if err != nil {
+			return usagef("--deliver-at %q: want an RFC 3339 time such as 2026-12-24T18:00:00Z", f.deliverAt)
+		}
+		if time.Until(t) > maxDelay {
+			return usagef("--deliver-at %s is more than 40 days ahead", f.deliverAt)
+		}
+		f.deliverTime = t
 	}
 	return nil
 }
+
+// maxDelay is the cluster's schedule horizon.
+const maxDelay = 40 * 24 * time.Hour
 
 // ackLog writes acknowledgement lines; safe for concurrent use.
 type ackLog struct {
@@ -158,6 +185,12 @@ func produce(e *env, f produceFlags) error {
 		m := client.NewMessage(f.topic, body).WithID(id).WithTag(f.tag)
 		if f.key != "" {
 			m = m.WithKeys(f.key)
+		}
+		switch {
+		case f.delay > 0:
+			m = m.WithDelay(f.delay)
+		case !f.deliverTime.IsZero():
+			m = m.WithDeliverAt(f.deliverTime)
 		}
 		p.SendAsync(m, func(r client.SendResult, err error) {
 			switch {

@@ -88,6 +88,14 @@ func (l *Local) Send(ctx context.Context, msgs []message.Message) ([]store.PutRe
 	return l.st.AppendMessages(l.next(), msgs, nil)
 }
 
+// DeliverDue delivers the delayed messages due now, as a cluster's
+// scheduler does (this backend runs no scheduler), and returns how many.
+func (l *Local) DeliverDue() (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.st.DeliverDue(l.next())
+}
+
 // CommitOffsets stores consumer offsets.
 func (l *Local) CommitOffsets(ctx context.Context, commits []store.OffsetCommit) error {
 	return l.command(func(h store.EntryHeader) error { return l.st.CommitOffsets(h, commits) })
