@@ -14,7 +14,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/tlsconf"
 )
 
@@ -259,4 +261,49 @@ func TestTLSRocketMQClient(t *testing.T) {
 	if strings.Join(bodies, ",") != "over tls,relayed over tls" && strings.Join(bodies, ",") != "relayed over tls,over tls" {
 		t.Fatalf("the leader holds %q", bodies)
 	}
+}
+
+// TestDelayLevelRocketMQClient: a message the Apache Go client sends with
+// WithDelayTimeLevel(1) (RocketMQ's DELAY property: 1 s) is stored in the
+// schedule topic, not in its own, and reaches a push consumer of its topic
+// once a DeliverDue at or after its due time (the cluster's scheduler,
+// called here directly) delivers it.
+func TestDelayLevelRocketMQClient(t *testing.T) {
+	be := newStoreBackend(t)
+	s := serve(t, be)
+	be.setLeader(s.brokerAddr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := rmqProducer(t, s.nsAddr, "delay-app", rmqOptions{})
+	res, err := p.SendSync(ctx, primitive.NewMessage("orders", []byte("a second later")).WithDelayTimeLevel(1))
+	if err != nil || res.Status != primitive.SendOK {
+		t.Fatalf("send: %v %v", res, err)
+	}
+	sent := time.Now().UnixMilli()
+	for q := int32(0); q < 4; q++ {
+		if max, err := be.st.MaxOffset("orders", q); err == nil && max != 0 {
+			t.Fatalf("orders/%d holds %d messages before the delay", q, max)
+		}
+	}
+	if p := be.st.ScheduledPending(); p != 1 {
+		t.Fatalf("%d scheduled, want 1", p)
+	}
+	deliver := func(at int64) int {
+		be.mu.Lock()
+		defer be.mu.Unlock()
+		be.index++
+		n, err := be.st.DeliverDue(store.EntryHeader{RaftIndex: be.index, Term: 1, StoreTimestamp: at,
+			StoreHost: message.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 10911}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := deliver(sent - 200); n != 0 {
+		t.Fatalf("delivered %d before the level's second passed", n)
+	}
+	if n := deliver(sent + 1000); n != 1 {
+		t.Fatalf("delivered %d a second later, want 1", n)
+	}
+	awaitBody(t, rmqConsume(t, s.nsAddr, "delay-consumer", "later", "orders", rmqOptions{}), "a second later")
 }
