@@ -30,7 +30,7 @@ func BenchmarkScheduledIdleCPU(b *testing.B) {
 			b.Fatal(err)
 		}
 		node := c.Nodes[0]
-		const window = 10 * time.Second
+		const window = 30 * time.Second
 		before := idleCPU(b, node, window)
 		const total, batch, workers = 1_000_000, 1000, 4
 		start := time.Now()
