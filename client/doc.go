@@ -10,11 +10,24 @@
 // with jittered backoff until Options.RetryTimeout (default 30 s) has passed
 // or the call's context ends: the budget is time, not a count of tries,
 // because an election lasts as long as it lasts. A write whose fate is
-// unknown —
-// codes.Unknown "outcome unknown", a deadline or a broken connection after
-// sending — is returned as ErrOutcomeUnknown and never retried blindly,
-// because a Send is not idempotent. CommitOffset is idempotent and is
-// retried after transient errors. Reads are always retried on another node.
+// unknown — codes.Unknown "outcome unknown", a deadline or a broken
+// connection after sending — is sent again only when it is idempotent: a
+// Send is (below), and so is CommitOffset. A Send that is still unknown
+// when the budget or its context ends returns ErrOutcomeUnknown, never
+// ErrUnavailable. Reads are always retried on another node.
+//
+// Idempotent sends. Every message carries this client's producer id and a
+// sequence (the PSEQ property), unless Options.DisableIdempotence; the
+// cluster stores each sequence once and answers a repeat with the first
+// copy's result, so resending after an unknown outcome cannot duplicate.
+// Fewer than Options.IdempotenceWindow sequences are outstanding at once
+// (more Sends wait), which keeps every first attempt inside the cluster's
+// window. Prepare stamps messages once, for a caller that resends them
+// itself after an unknown outcome.
+//
+// Delayed delivery. WithDelay and WithDeliverAt ask the cluster to deliver
+// a message later (up to 40 days); it is stored at once, in the schedule
+// topic, and copied into its topic when due.
 // A write whose context has no deadline still ends: each try is bounded by
 // Options.RetryTimeout, after which its outcome is unknown.
 //

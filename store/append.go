@@ -18,6 +18,9 @@ func (s *Store) ValidateMessage(m *message.Message) error {
 	if err := s.checkMessage(m); err != nil {
 		return err
 	}
+	if err := checkClientTimer(m); err != nil {
+		return err
+	}
 	s.mu.RLock()
 	t, ok := s.meta.Topics[m.Topic]
 	s.mu.RUnlock()
@@ -439,6 +442,9 @@ func (s *Store) CreateTopic(h EntryHeader, t TopicConfig) error {
 	if err := ValidateTopicName(t.Name); err != nil {
 		return err
 	}
+	if err := notSchedule(t.Name); err != nil {
+		return err
+	}
 	if t.Queues <= 0 || t.Queues > s.cfg.MaxQueues {
 		return fmt.Errorf("%w: %d queues (1-%d)", ErrBadQueue, t.Queues, s.cfg.MaxQueues)
 	}
@@ -459,6 +465,9 @@ func (s *Store) CreateTopic(h EntryHeader, t TopicConfig) error {
 // DeleteTopic removes a topic, its consume queues and its consumer offsets.
 // Its messages stay in the commitlog until retention removes them.
 func (s *Store) DeleteTopic(h EntryHeader, name string) error {
+	if err := notSchedule(name); err != nil {
+		return err
+	}
 	err := s.command(h, (&meta.Command{Type: meta.DeleteTopic, Topic: meta.TopicConfig{Name: name}}).Frame(), func() error {
 		if _, ok := s.meta.Topics[name]; !ok {
 			return fmt.Errorf("%w: %q", ErrNoSuchTopic, name)

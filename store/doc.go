@@ -32,10 +32,18 @@
 //     the confirm offset, and InstallSnapshot builds a new store from a
 //     snapshot stream, swapping directories so a crash leaves the old or
 //     the new store, never a mix.
+//   - Idempotent sends (dedup.go): a message whose PSEQ sequence its
+//     producer stored before is answered with the first copy's result and
+//     not written; one below the producer's window is refused
+//     (ErrSeqTooOld). The producer table is meta, rebuilt from records.
+//   - Delayed delivery (timer.go): a message with a delay property waits
+//     in ScheduleTopic until a DeliverDue entry copies it into its topic;
+//     the progress is meta, rebuilt from the delivered copies' marks.
 //   - Retention deletes whole commitlog segments below the last checkpoint,
 //     oldest first, never the last one, by age or when the disk is too full
 //     (vfs.FS.Space), then the consume-queue and index files that only point
-//     below the new minimum.
+//     below the new minimum. Segments holding pending scheduled messages
+//     stay.
 //
 // Every on-disk byte is documented in the repository's FORMAT.md.
 package store

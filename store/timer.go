@@ -59,6 +59,30 @@ func checkReserved(m *message.Message, sp *storeProps) error {
 	return nil
 }
 
+// notSchedule refuses admin commands on ScheduleTopic: its queues are the
+// store's, one per due hour.
+func notSchedule(topic string) error {
+	if topic == ScheduleTopic {
+		return fmt.Errorf("%w: %q is the store's schedule topic", ErrBadTopic, topic)
+	}
+	return nil
+}
+
+// checkClientTimer is checkReserved and a delay property that parses, for
+// a message before it is proposed (its due time is checked at apply).
+func checkClientTimer(m *message.Message) error {
+	sp := readStoreProps(m.Properties)
+	if err := checkReserved(m, &sp); err != nil {
+		return err
+	}
+	if sp.timer != nil {
+		if _, err := strconv.ParseInt(string(sp.timer), 10, 64); err != nil {
+			return fmt.Errorf("%w: %w: %s=%q is not an integer", ErrBadMessage, ErrBadDelay, sp.timerKey, sp.timer)
+		}
+	}
+	return nil
+}
+
 // dueTime is the due time of a message with a delay property, stored at
 // storeTs.
 func dueTime(sp *storeProps, storeTs int64) (int64, error) {

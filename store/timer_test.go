@@ -160,6 +160,24 @@ func TestDelayedDelivery(t *testing.T) {
 	if !errors.Is(bad[0].Err, ErrBadMessage) || !errors.Is(bad[1].Err, ErrBadTopic) {
 		t.Fatalf("reserved: %+v", bad)
 	}
+	// The leader refuses them before proposing, with a delay that does not
+	// parse.
+	notNumber := delayed(t, 12, 0, message.PropertyDelayLevel, "one")
+	for _, m := range []message.Message{forged, sched, notNumber} {
+		if err := ts.s.ValidateMessage(&m); KindOf(err) != KindBadInput {
+			t.Fatalf("ValidateMessage(%s %q) = %v, want bad input", m.Topic, m.Properties, err)
+		}
+	}
+	// Its queues are the store's: no admin command touches the topic.
+	for _, err := range []error{
+		ts.s.CreateTopic(ts.header(t0+40_000), TopicConfig{Name: ScheduleTopic, Queues: 8}),
+		ts.s.UpdateTopic(ts.header(t0+40_000), TopicConfig{Name: ScheduleTopic, Queues: 8}),
+		ts.s.DeleteTopic(ts.header(t0+40_000), ScheduleTopic),
+	} {
+		if !errors.Is(err, ErrBadTopic) {
+			t.Fatalf("admin command on the schedule topic: %v", err)
+		}
+	}
 }
 
 // TestDelayedDeliveryModel: random delayed messages (mostly hours, some up

@@ -14,6 +14,9 @@ const maxPerm = 15
 // (shrinking, or above MaxQueues) and ErrBadCommand (perm out of range) are
 // deterministic: nothing is written (the FSM then calls MarkApplied).
 func (s *Store) UpdateTopic(h EntryHeader, t TopicConfig) error {
+	if err := notSchedule(t.Name); err != nil {
+		return err
+	}
 	if t.Queues < 0 || t.Queues > s.cfg.MaxQueues {
 		return fmt.Errorf("%w: %d queues (1-%d)", ErrBadQueue, t.Queues, s.cfg.MaxQueues)
 	}
