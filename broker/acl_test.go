@@ -292,6 +292,9 @@ func TestACLRoles(t *testing.T) {
 		"CONSUMER_SEND_MSG_BACK refused", `grouponly may not consume "orders"`)
 	check("app sends back to audit", as("app", sendBack("audit")), no, `app may not group "audit"`)
 	check("app sends back to billing", as("app", sendBack("billing")), remoting.CodeSuccess)
+	if n := be.deliver(t, time.Now().Add(2*time.Second)); n != 1 { // its 1 s delay level
+		t.Fatalf("delivered %d sent-back messages, want 1", n)
+	}
 	if msgs := readQueue(t, be.st, "%RETRY%billing", 0); len(msgs) != 2 || string(msgs[1].Body) != "first" {
 		t.Fatalf("the retry topic holds %d messages after one send and one send back", len(msgs))
 	}

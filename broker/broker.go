@@ -121,6 +121,10 @@ type Stats struct {
 	Unauthenticated uint64
 	// Limited counts sends refused by Options.Produce (SYSTEM_BUSY).
 	Limited uint64
+	// Retried and DeadLettered count the messages consumers sent back
+	// (CONSUMER_SEND_MSG_BACK) that this node stored in a %RETRY% topic
+	// and in a %DLQ% topic.
+	Retried, DeadLettered uint64
 }
 
 // Broker answers the broker protocol (Serve) and the name-server protocol
@@ -132,6 +136,7 @@ type Broker struct {
 	groups  *groups
 	stats   struct {
 		requests, sends, relayed, failed, unsupported, pulls, denied, unauthenticated, limited atomic.Uint64
+		retried, deadLettered                                                                  atomic.Uint64
 	}
 }
 
@@ -221,7 +226,8 @@ func (b *Broker) count(resp *remoting.Command) {
 func (b *Broker) Stats() Stats {
 	return Stats{Requests: b.stats.requests.Load(), Sends: b.stats.sends.Load(), Relayed: b.stats.relayed.Load(),
 		Failed: b.stats.failed.Load(), Unsupported: b.stats.unsupported.Load(), Pulls: b.stats.pulls.Load(),
-		Denied: b.stats.denied.Load(), Unauthenticated: b.stats.unauthenticated.Load(), Limited: b.stats.limited.Load()}
+		Denied: b.stats.denied.Load(), Unauthenticated: b.stats.unauthenticated.Load(), Limited: b.stats.limited.Load(),
+		Retried: b.stats.retried.Load(), DeadLettered: b.stats.deadLettered.Load()}
 }
 
 // Close stops watching consumer connections and closes the connections the

@@ -67,6 +67,22 @@ func (b *storeBackend) Send(_ context.Context, msgs []message.Message) ([]store.
 	return b.st.AppendMessages(h, msgs, nil)
 }
 
+// deliver applies a DeliverDue entry stamped at (what the cluster's
+// scheduler proposes when a delayed message is due) and returns how many
+// messages it delivered.
+func (b *storeBackend) deliver(t testing.TB, at time.Time) int {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.index++
+	n, err := b.st.DeliverDue(store.EntryHeader{RaftIndex: b.index, Term: 1, StoreTimestamp: at.UnixMilli(),
+		StoreHost: message.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 10911}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func (b *storeBackend) Reader() store.Reader { return b.st }
 
 func (b *storeBackend) IsLeader() bool {

@@ -14,9 +14,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
-	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/remoting"
-	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/tlsconf"
 )
 
@@ -288,21 +286,10 @@ func TestDelayLevelRocketMQClient(t *testing.T) {
 	if p := be.st.ScheduledPending(); p != 1 {
 		t.Fatalf("%d scheduled, want 1", p)
 	}
-	deliver := func(at int64) int {
-		be.mu.Lock()
-		defer be.mu.Unlock()
-		be.index++
-		n, err := be.st.DeliverDue(store.EntryHeader{RaftIndex: be.index, Term: 1, StoreTimestamp: at,
-			StoreHost: message.HostPort{IP: [4]byte{127, 0, 0, 1}, Port: 10911}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	if n := deliver(sent - 200); n != 0 {
+	if n := be.deliver(t, time.UnixMilli(sent-200)); n != 0 {
 		t.Fatalf("delivered %d before the level's second passed", n)
 	}
-	if n := deliver(sent + 1000); n != 1 {
+	if n := be.deliver(t, time.UnixMilli(sent+1000)); n != 1 {
 		t.Fatalf("delivered %d a second later, want 1", n)
 	}
 	awaitBody(t, rmqConsume(t, s.nsAddr, "delay-consumer", "later", "orders", rmqOptions{}), "a second later")

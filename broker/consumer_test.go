@@ -337,8 +337,8 @@ func TestConsumerGroups(t *testing.T) {
 
 // TestSendBack: CONSUMER_SEND_MSG_BACK stores the message at the offset
 // again in the group's retry topic with reconsume times raised, its
-// original topic in RETRY_TOPIC and its UNIQ_KEY kept; pulls of the retry
-// topic hold it back until its delay level passed; past
+// original topic in RETRY_TOPIC and its UNIQ_KEY kept; the store's
+// schedule holds it back until its delay level passed; past
 // maxReconsumeTimes it goes to the dead-letter topic; an offset with no
 // message is SYSTEM_ERROR.
 func TestSendBack(t *testing.T) {
@@ -367,7 +367,15 @@ func TestSendBack(t *testing.T) {
 	if resp := pullRetry(); resp.Code != remoting.CodePullNotFound || resp.Field("nextBeginOffset") != "0" {
 		t.Fatalf("pull of the retry before its 1 s delay: code %d next %s", resp.Code, resp.Field("nextBeginOffset"))
 	}
+	if n := be.deliver(t, time.Now()); n != 0 {
+		t.Fatalf("delivered %d retries before their delay", n)
+	}
+	// The store holds the retry in its schedule topic until the delay
+	// passed; the scheduler then copies it into the retry topic.
 	clock.advance(2 * time.Second)
+	if n := be.deliver(t, time.Now().Add(2*time.Second)); n != 1 {
+		t.Fatalf("delivered %d retries after their delay, want 1", n)
+	}
 	resp = pullRetry()
 	if resp.Code != remoting.CodeSuccess {
 		t.Fatalf("pull of the retry after its delay: code %d (%s)", resp.Code, resp.Remark)

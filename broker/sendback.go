@@ -43,10 +43,16 @@ func delayOf(level []byte) time.Duration {
 }
 
 // setProperties returns props with each key of set given its value
-// (replaced where present, appended in key order otherwise).
+// (replaced where present, appended in key order otherwise), without the
+// store's own delivery mark and the other delay properties (the new DELAY
+// level decides).
 func setProperties(props []byte, set map[string]string) []byte {
 	var out []byte
 	for k, v := range message.Properties(props) {
+		switch string(k) {
+		case message.PropertyTimerDelivered, message.PropertyTimerDeliverMs, message.PropertyTimerDelaySec, message.PropertyTimerDelayMs:
+			continue
+		}
 		if _, replaced := set[string(k)]; !replaced {
 			out = message.AppendProperty(out, string(k), string(v))
 		}
@@ -111,6 +117,11 @@ func (b *Broker) sendBack(ctx context.Context, req *remoting.Command, p *auth.Pr
 	if err != nil {
 		return req.Response(sendErrorCode(err), "send back: "+err.Error())
 	}
+	if strings.HasPrefix(m.Topic, dlqPrefix) {
+		b.stats.deadLettered.Add(1)
+	} else {
+		b.stats.retried.Add(1)
+	}
 	return req.Response(remoting.CodeSuccess, "")
 }
 
@@ -146,9 +157,15 @@ func redelivery(orig store.Message, group, originMsgID, originTopic string, leve
 
 // due reports whether a record of topic may be delivered at now: records
 // of a retry topic wait out their DELAY level from when they were stored.
-// It also returns when a record not due will be.
+// It also returns when a record not due will be. The store now holds a
+// message with a DELAY level in its schedule topic until it is due (the
+// copy in the retry topic carries TIMER_DELIVERED): only records a store
+// wrote before that wait here.
 func due(topic string, r *message.Record, now time.Time) (bool, time.Time) {
 	if !strings.HasPrefix(topic, retryPrefix) {
+		return true, time.Time{}
+	}
+	if _, delivered := message.GetProperty(r.Properties, message.PropertyTimerDelivered); delivered {
 		return true, time.Time{}
 	}
 	level, ok := message.GetProperty(r.Properties, propDelayLevel)

@@ -171,7 +171,7 @@ const (
 	// its store time). The store keeps it in ScheduleTopic with REAL_TOPIC,
 	// REAL_QID and TIMER_OUT_MS (the due time) until it is due, then stores
 	// a copy in the real topic carrying TIMER_DELIVERED (the delivery's
-	// time, reserved: refused in a client's message).
+	// time, reserved: dropped from a client's message).
 	PropertyDelayLevel     = "DELAY"
 	PropertyTimerDeliverMs = "TIMER_DELIVER_MS"
 	PropertyTimerDelaySec  = "TIMER_DELAY_SEC"

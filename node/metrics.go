@@ -158,7 +158,7 @@ var (
 	gWaitingSpace    = newGauge("fsm_waiting_for_space", "1 while the FSM waits for disk space to apply an entry.")
 	gCorruptions     = newCounter("corruption_total", "Reads this node refused because what they would serve is damaged: a record, the CRC32C of its entry, or a consume-queue unit its record contradicts. Counted by the store opened last (it starts at 0 when the store is reopened or a snapshot installed).")
 	gRebuildPending  = newGauge("store_rebuild_pending", "1 when a read found a consume queue or the index damaged: the rebuild marker is written and the next start rebuilds them from the commitlog.")
-	gRemoting        = newCounter("remoting_requests_total", "RocketMQ protocol requests (broker and name server) by outcome: served (every request), stored (sends stored here), relayed (sends relayed to the leader), pulled (pulls answered), failed (answered with an error code), unsupported (a code not served).", "outcome")
+	gRemoting        = newCounter("remoting_requests_total", "RocketMQ protocol requests (broker and name server) by outcome: served (every request), stored (sends stored here), relayed (sends relayed to the leader), pulled (pulls answered), failed (answered with an error code), unsupported (a code not served), retried and dead_lettered (messages consumers sent back, stored in a %RETRY% or a %DLQ% topic).", "outcome")
 	gRefused         = newCounter("refused_requests_total", "Requests refused by security and quotas: unauthenticated or not permitted on the gRPC API (denied) or the RocketMQ broker protocol (remoting_denied), over a quota on either (quota, remoting_quota), Raft connections whose mutual-TLS handshake failed (raft_tls).", "reason")
 	gDedupHits       = newCounter("dedup_hits_total", "Messages of idempotent producers (PSEQ) answered as duplicates of a sequence stored before: nothing written, the first copy's result returned. Counted by the store opened last.")
 	gDedupProducers  = newGauge("dedup_producers", "Idempotent producers in the store's producer table (seen within the producer expiry).")
@@ -283,7 +283,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	bs := c.n.BrokerStats()
 	for outcome, v := range map[string]uint64{"served": bs.Requests, "stored": bs.Sends, "relayed": bs.Relayed,
-		"failed": bs.Failed, "unsupported": bs.Unsupported, "pulled": bs.Pulls} {
+		"failed": bs.Failed, "unsupported": bs.Unsupported, "pulled": bs.Pulls,
+		"retried": bs.Retried, "dead_lettered": bs.DeadLettered} {
 		emit(gRemoting, float64(v), outcome)
 	}
 	if c.n.api != nil {

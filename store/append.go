@@ -110,8 +110,9 @@ type appendScratch struct {
 	// dups are the results that repeat another: dupOf[i] is the result
 	// index of dups[i]'s first copy in this entry, or -1 (stored before).
 	dups, dupOf []int
-	// scheduled holds the ScheduleTopic copies of this entry's delayed
-	// messages.
+	// scheduled holds the messages of this entry the store rewrote: the
+	// ScheduleTopic copies of delayed messages, messages without a
+	// TIMER_DELIVERED a client sent along.
 	scheduled []message.Message
 	queues    []queueRef // consume queues used by this entry
 }
@@ -218,6 +219,9 @@ func (s *Store) appendLocked(h EntryHeader, msgs []message.Message, results []Pu
 			res.Err = s.validateForApply(m)
 			if res.Err == nil {
 				res.Err = checkReserved(m, &sp)
+			}
+			if res.Err == nil && sp.delivered != nil {
+				m, sp = a.withoutDeliveredMark(m)
 			}
 		}
 		if res.Err == nil && sp.pseq != nil && a.dedup(s, &res, len(results), sp.pseq, h.StoreTimestamp) {

@@ -47,16 +47,29 @@ var delayLevels = [...]int64{1e3, 5e3, 10e3, 30e3, 60e3, 120e3, 180e3, 240e3, 30
 // property that does not parse or lies beyond ScheduleHorizon.
 var ErrBadDelay = errors.New("store: bad delay")
 
-// checkReserved refuses what only the store writes: messages for
-// ScheduleTopic and the TIMER_DELIVERED mark.
-func checkReserved(m *message.Message, sp *storeProps) error {
-	switch {
-	case m.Topic == ScheduleTopic:
+// checkReserved refuses messages for ScheduleTopic: only the store writes
+// there.
+func checkReserved(m *message.Message, _ *storeProps) error {
+	if m.Topic == ScheduleTopic {
 		return fmt.Errorf("%w: %q is the store's schedule topic; use a delay property instead", ErrBadTopic, m.Topic)
-	case sp.delivered != nil:
-		return fmt.Errorf("%w: property %s is reserved", ErrBadMessage, message.PropertyTimerDelivered)
 	}
 	return nil
+}
+
+// withoutDeliveredMark returns a copy of m without TIMER_DELIVERED, which
+// only the store's deliveries may carry (recovery replays it as one): a
+// consumed delivered message sent on keeps its other properties.
+func (a *appendScratch) withoutDeliveredMark(m *message.Message) (*message.Message, storeProps) {
+	c := *m
+	c.Properties = make([]byte, 0, len(m.Properties))
+	for k, v := range message.Properties(m.Properties) {
+		if string(k) != message.PropertyTimerDelivered {
+			c.Properties = message.AppendProperty(c.Properties, string(k), string(v))
+		}
+	}
+	a.scheduled = append(a.scheduled, c)
+	p := &a.scheduled[len(a.scheduled)-1]
+	return p, readStoreProps(p.Properties)
 }
 
 // notSchedule refuses admin commands on ScheduleTopic: its queues are the

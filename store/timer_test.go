@@ -152,18 +152,28 @@ func TestDelayedDelivery(t *testing.T) {
 	if st := ts.s.Stats(); st.Delivered != 4 {
 		t.Fatalf("Stats.Delivered %d, want 4", st.Delivered)
 	}
-	// What only the store writes is refused.
+	// A client's TIMER_DELIVERED is dropped (only deliveries carry it: a
+	// consumed copy sent on is a new message); the schedule topic is
+	// refused.
 	forged := delayed(t, 10, 0, message.PropertyTimerDelivered, "1")
 	sched := delayed(t, 11, 0, "K", "v")
 	sched.Topic = ScheduleTopic
 	bad := ts.send(t0+30_000, forged, sched)
-	if !errors.Is(bad[0].Err, ErrBadMessage) || !errors.Is(bad[1].Err, ErrBadTopic) {
+	if bad[0].Err != nil || !errors.Is(bad[1].Err, ErrBadTopic) {
 		t.Fatalf("reserved: %+v", bad)
 	}
-	// The leader refuses them before proposing, with a delay that does not
+	if got, err := ts.s.LookupByOffset(bad[0].PhysicalOffset); err != nil {
+		t.Fatal(err)
+	} else if _, marked := got.Property(message.PropertyTimerDelivered); marked {
+		t.Fatalf("a client's %s was stored", message.PropertyTimerDelivered)
+	}
+	if p := ts.s.ScheduledPending(); p != 0 {
+		t.Fatalf("a client's mark counted as a delivery: %d pending", p)
+	}
+	// The leader refuses before proposing too, and a delay that does not
 	// parse.
 	notNumber := delayed(t, 12, 0, message.PropertyDelayLevel, "one")
-	for _, m := range []message.Message{forged, sched, notNumber} {
+	for _, m := range []message.Message{sched, notNumber} {
 		if err := ts.s.ValidateMessage(&m); KindOf(err) != KindBadInput {
 			t.Fatalf("ValidateMessage(%s %q) = %v, want bad input", m.Topic, m.Properties, err)
 		}
