@@ -79,7 +79,7 @@ func idleCPU(b *testing.B, p *nodeproc.Proc, d time.Duration) float64 {
 	t0, c0 := time.Now(), procCPU(b, p.PID())
 	time.Sleep(d) // the measurement window
 	t1, c1 := time.Now(), procCPU(b, p.PID())
-	return float64((c1-c0).Milliseconds()) / t1.Sub(t0).Seconds()
+	return float64((c1 - c0).Milliseconds()) / t1.Sub(t0).Seconds()
 }
 
 // procCPU is utime+stime of pid (fields 14 and 15 of /proc/PID/stat, in
