@@ -2,8 +2,10 @@ package node
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,5 +101,61 @@ func TestDelayedDeliveryCluster(t *testing.T) {
 	}
 	if _, ok := r.Messages[0].Properties[message.PropertyTimerDelivered]; !ok {
 		t.Fatalf("delivered copy without %s: %v", message.PropertyTimerDelivered, r.Messages[0].Properties)
+	}
+}
+
+// TestSchedulerFollowsItsClock: the scheduler decides what is due by its
+// clock (Config.Clock) and stamps DeliverDue with it. With the clock an
+// hour ahead, a message delayed by an hour is delivered at the next wake-up
+// (a newly scheduled message wakes the scheduler), one delayed by two hours
+// is not, until the clock passes it too.
+func TestSchedulerFollowsItsClock(t *testing.T) {
+	var offset atomic.Int64 // what the fake clock adds to the real one
+	c := startClusterWith(t, 1, func(cfg *Config) {
+		cfg.Clock = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	})
+	l := c.leader()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	send := func(body string, delay time.Duration) store.PutResult {
+		t.Helper()
+		props, _ := message.EncodeProperties(message.Property{Key: message.PropertyTimerDelayMs, Value: strconv.FormatInt(delay.Milliseconds(), 10)})
+		res, err := l.Send(ctx, []message.Message{{Topic: "clock", QueueID: 0, Body: []byte(body), Properties: props}})
+		if err != nil || res[0].Err != nil || res[0].Topic != store.ScheduleTopic {
+			t.Fatalf("send %s: %v %+v", body, err, res)
+		}
+		return res[0]
+	}
+	delivered := func() []string {
+		r, err := l.Store().GetMessages("clock", 0, 0, 100, 1<<20, "")
+		if err != nil && !errors.Is(err, store.ErrNoSuchTopic) {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range r.Messages {
+			out = append(out, string(m.Body))
+		}
+		return out
+	}
+	a := send("a", time.Hour)
+	send("b", 2*time.Hour)
+	if got := delivered(); len(got) != 0 || l.Store().ScheduledPending() != 2 {
+		t.Fatalf("delivered %v before the clock moved", got)
+	}
+	offset.Store(int64(time.Hour + time.Second))
+	send("c", 10*time.Hour) // wakes the scheduler, which reads its clock
+	waitFor(t, "a's delivery by the clock an hour ahead", 10*time.Second, func() bool { return len(delivered()) == 1 })
+	if got := delivered(); got[0] != "a" || l.Store().ScheduledPending() != 2 {
+		t.Fatalf("delivered %v, %d pending; want a, then b and c pending", got, l.Store().ScheduledPending())
+	}
+	r, _ := l.Store().GetMessages("clock", 0, 0, 1, 1<<20, "")
+	if at := r.Messages[0].StoreTimestamp; at < a.StoreTimestamp+time.Hour.Milliseconds() {
+		t.Fatalf("a delivered at %d, before its due time %d", at, a.StoreTimestamp+time.Hour.Milliseconds())
+	}
+	offset.Store(int64(2*time.Hour + time.Second))
+	send("d", 10*time.Hour)
+	waitFor(t, "b's delivery", 10*time.Second, func() bool { return len(delivered()) == 2 })
+	if got := delivered(); got[1] != "b" || l.Store().ScheduledPending() != 2 {
+		t.Fatalf("delivered %v, %d pending; want a b, then c and d pending", got, l.Store().ScheduledPending())
 	}
 }
