@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -104,7 +105,19 @@ type Client struct {
 	done  bool
 	sends *coalescer
 	seq   *sequencer // nil: Options.DisableIdempotence
+	// resent counts idempotent writes sent again after an unknown outcome.
+	resent atomic.Uint64
 }
+
+// Stats are a client's counters.
+type Stats struct {
+	// Resent counts the tries of idempotent writes (Sends, CommitOffset)
+	// sent again after a try whose outcome was unknown.
+	Resent uint64
+}
+
+// Stats returns the client's counters.
+func (c *Client) Stats() Stats { return Stats{Resent: c.resent.Load()} }
 
 // New connects to the cluster through any of seeds (host:port API
 // addresses) and looks up the leader. It fails only if no seed answers.
@@ -309,7 +322,10 @@ func (c *Client) write(ctx context.Context, idempotent bool, call func(context.C
 			}
 			return classify(err, true)
 		}
-		uncertain = uncertain || !safe
+		if !safe {
+			uncertain = true
+			c.resent.Add(1)
+		}
 		reason, hint := wire.RetryReason(err)
 		if reason == wire.ReasonOverloaded {
 			// The leader's queue was full: nothing was proposed. Same

@@ -79,6 +79,9 @@ func TestIdempotentSendRetriesUnknownOutcomes(t *testing.T) {
 			seen[r.QueueOffset] = true
 		}
 	}
+	if r := c.Stats().Resent; r != uint64(b.losses) {
+		t.Fatalf("Stats().Resent = %d, want one resend per lost answer (%d)", r, b.losses)
+	}
 	if b.losses < 5 {
 		t.Fatalf("%d answers lost; the test needs every Send's first answer lost", b.losses)
 	}

@@ -190,7 +190,10 @@ func runSchedule(t *testing.T, seed int64, env chaosEnv, extra int) *tally {
 	if env.secure && err == nil { // a cluster that did not heal is reported above
 		proveSecure(ctx, tc, tl, "end")
 	}
-	tl.Evidence["idempotent/resent-batches"] += int64(w.resent) // the producers' resends of unknown outcomes
+	// The producers' resends of unknown outcomes: by the client inside a
+	// Send, and by the workload after a Send that still ended unknown.
+	tl.Evidence["idempotent/client-resends"] += w.clientResends()
+	tl.Evidence["idempotent/resent-batches"] += int64(w.resent)
 	writeAckLog(filepath.Join(dir, "ack.log"), w)
 	for _, why := range w.failedWhy {
 		t.Logf("failed send (the client says nothing was applied): %s", why)

@@ -63,6 +63,7 @@ type workload struct {
 	regressions []string // committed offsets read back lower than acknowledged
 	failedWhy   []string // the first few errors of failed sends, for the log
 	resent      int      // batches sent again after an unknown outcome
+	producers   []*client.Client
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -88,6 +89,7 @@ func startWorkload(ctx context.Context, tc *testCluster, seed int64) (*workload,
 			w.close()
 			return nil, err
 		}
+		w.producers = append(w.producers, cl)
 		w.wg.Add(1)
 		go w.produce(cl, p)
 	}
@@ -241,6 +243,16 @@ func (w *workload) sendOnce(cl *client.Client, msgs []client.Message) ([]client.
 			w.wait(100 * time.Millisecond)
 		}
 	}
+}
+
+// clientResends is how often the producers' clients sent a send again
+// after an unknown outcome (inside Send, before the workload saw it).
+func (w *workload) clientResends() int64 {
+	var n uint64
+	for _, cl := range w.producers {
+		n += cl.Stats().Resent
+	}
+	return int64(n)
 }
 
 func (w *workload) isStopped() bool {
