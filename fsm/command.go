@@ -29,6 +29,10 @@ const (
 	// CmdDeliverDue delivers the scheduled messages due by the entry's
 	// store time (store.DeliverDue); the leader's scheduler proposes it.
 	CmdDeliverDue CommandType = 7
+	// CmdSetDedup sets the producer table's settings (meta's admin command
+	// SetDedup); the leader proposes it when its configured settings
+	// differ from the replicated ones.
+	CmdSetDedup CommandType = meta.EntrySetDedup // 8
 )
 
 func (t CommandType) String() string {
@@ -47,6 +51,8 @@ func (t CommandType) String() string {
 		return "SetMemberMeta"
 	case CmdDeliverDue:
 		return "DeliverDue"
+	case CmdSetDedup:
+		return "SetDedup"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -79,6 +85,9 @@ type Command struct {
 	// DeleteTopic.
 	TopicName string
 
+	// SetDedup.
+	Dedup meta.DedupConfig
+
 	// SetMemberMeta: the client API address of a Raft server.
 	MemberID      string
 	MemberAPIAddr string
@@ -98,7 +107,7 @@ func (c *Command) Encode(dst []byte) ([]byte, error) {
 		for i := range c.Messages {
 			e.message(&c.Messages[i])
 		}
-	case CmdCommitOffsets, CmdCreateTopic, CmdUpdateTopic, CmdDeleteTopic:
+	case CmdCommitOffsets, CmdCreateTopic, CmdUpdateTopic, CmdDeleteTopic, CmdSetDedup:
 		e.admin(c)
 	case CmdSetMemberMeta:
 		e.str(c.MemberID)
@@ -174,7 +183,7 @@ func DecodeCommand(data []byte) (Command, error) {
 		for i := 0; i < n && d.Err == nil; i++ {
 			d.message(&c.Messages[i])
 		}
-	case CmdCommitOffsets, CmdCreateTopic, CmdUpdateTopic, CmdDeleteTopic:
+	case CmdCommitOffsets, CmdCreateTopic, CmdUpdateTopic, CmdDeleteTopic, CmdSetDedup:
 		d.admin(&c)
 	case CmdSetMemberMeta:
 		c.MemberID, c.MemberAPIAddr = d.str(), d.str()
@@ -209,7 +218,7 @@ func (e *encoder) admin(c *Command) {
 // admin is c as the admin command it carries.
 func (c *Command) admin() meta.Command {
 	t, _ := meta.CommandOfEntry(byte(c.Type))
-	mc := meta.Command{Type: t, Topic: c.Topic, Commits: c.Commits}
+	mc := meta.Command{Type: t, Topic: c.Topic, Commits: c.Commits, Dedup: c.Dedup}
 	if c.Type == CmdDeleteTopic {
 		mc.Topic = meta.TopicConfig{Name: c.TopicName}
 	}
@@ -225,7 +234,7 @@ func (d *decoder) admin(c *Command) {
 		d.Err = fmt.Errorf("%w: %w", ErrMalformed, err)
 		return
 	}
-	c.Commits = mc.Commits
+	c.Commits, c.Dedup = mc.Commits, mc.Dedup
 	if c.Type == CmdDeleteTopic {
 		c.TopicName = mc.Topic.Name
 	} else {

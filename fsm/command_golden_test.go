@@ -23,6 +23,7 @@ func TestAdminEntriesGolden(t *testing.T) {
 		{Command{Type: CmdDeleteTopic, TopicName: "t"}, "01050174"},
 		{Command{Type: CmdDeliverDue, LeaderTimestamp: 0x0102030405, LeaderHost: message.HostPort{IP: [4]byte{10, 0, 0, 1}, Port: 7000}},
 			"0107" + "0000000102030405" + "0a000001" + "00001b58"},
+		{Command{Type: CmdSetDedup, Dedup: meta.DedupConfig{Window: 4096, Expiry: 3_600_000}}, "0108" + "00001000" + "000000000036ee80"},
 	} {
 		b, err := c.cmd.Encode(nil)
 		if err != nil || hex.EncodeToString(b) != c.want {
@@ -35,13 +36,13 @@ func TestAdminEntriesGolden(t *testing.T) {
 func TestAdminTypesAreMetas(t *testing.T) {
 	for ct, mt := range map[CommandType]meta.CommandType{
 		CmdCommitOffsets: meta.CommitOffsets, CmdCreateTopic: meta.CreateTopic,
-		CmdUpdateTopic: meta.UpdateTopic, CmdDeleteTopic: meta.DeleteTopic,
+		CmdUpdateTopic: meta.UpdateTopic, CmdDeleteTopic: meta.DeleteTopic, CmdSetDedup: meta.SetDedup,
 	} {
 		if got, ok := meta.CommandOfEntry(byte(ct)); !ok || got != mt || mt.EntryType() != byte(ct) {
 			t.Errorf("%s: meta says %s %v, entry type %d", ct, got, ok, mt.EntryType())
 		}
 	}
-	for _, ct := range []CommandType{CmdMessageBatch, CmdSetMemberMeta, CmdDeliverDue, 0, 8} {
+	for _, ct := range []CommandType{CmdMessageBatch, CmdSetMemberMeta, CmdDeliverDue, 0, 9} {
 		if _, ok := meta.CommandOfEntry(byte(ct)); ok {
 			t.Errorf("%s is an admin command to meta", ct)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/raftmq/raftmq/message"
+	"github.com/raftmq/raftmq/meta"
 	"github.com/raftmq/raftmq/store"
 )
 
@@ -25,6 +26,7 @@ func sampleCommands() []Command {
 		{Type: CmdDeleteTopic, TopicName: "T"},
 		{Type: CmdSetMemberMeta, MemberID: "n1", MemberAPIAddr: "127.0.0.1:9001"},
 		{Type: CmdDeliverDue, LeaderTimestamp: 1700000000999, LeaderHost: host},
+		{Type: CmdSetDedup, Dedup: meta.DedupConfig{Window: 64, Expiry: 60_000}},
 	}
 }
 

@@ -249,6 +249,8 @@ func (f *FSM) execute(st *store.Store, h *store.EntryHeader, cmd *Command) (*App
 		return &ApplyResponse{}, st.UpdateTopic(*h, cmd.Topic)
 	case CmdDeleteTopic:
 		return &ApplyResponse{}, st.DeleteTopic(*h, cmd.TopicName)
+	case CmdSetDedup:
+		return &ApplyResponse{}, st.SetDedupConfig(*h, cmd.Dedup)
 	case CmdSetMemberMeta:
 		f.setMember(cmd.MemberID, cmd.MemberAPIAddr)
 		return &ApplyResponse{}, st.MarkApplied(*h)

@@ -19,6 +19,10 @@ const (
 	// resolves the zeros against the topic as it is at that point of the
 	// log, which is the same on every replica.
 	UpdateTopic CommandType = 4
+	// SetDedup sets the producer table's settings (DedupConfig): the
+	// leader proposes it when its configured settings differ from the
+	// replicated ones.
+	SetDedup CommandType = 5
 )
 
 func (t CommandType) String() string {
@@ -31,6 +35,8 @@ func (t CommandType) String() string {
 		return "CommitOffsets"
 	case UpdateTopic:
 		return "UpdateTopic"
+	case SetDedup:
+		return "SetDedup"
 	}
 	return fmt.Sprintf("CommandType(%d)", byte(t))
 }
@@ -44,6 +50,8 @@ type Command struct {
 	Topic TopicConfig
 	// Commits of CommitOffsets.
 	Commits []OffsetCommit
+	// Dedup of SetDedup.
+	Dedup DedupConfig
 }
 
 // Frame is the command frame of c: the payload of a commitlog frame of kind
@@ -63,6 +71,9 @@ func (c *Command) Frame() []byte {
 			b = appendQueueKey(b, QueueKey{oc.Topic, oc.QueueID})
 			b = binary.BigEndian.AppendUint64(b, uint64(oc.Offset))
 		}
+	case SetDedup:
+		b = binary.BigEndian.AppendUint32(b, uint32(c.Dedup.Window))
+		b = binary.BigEndian.AppendUint64(b, uint64(c.Dedup.Expiry))
 	}
 	return b
 }
@@ -82,6 +93,11 @@ func DecodeFrame(frame []byte) (Command, error) {
 		c.Topic.Name = d.str()
 	case CommitOffsets:
 		c.Commits = d.commits()
+	case SetDedup:
+		c.Dedup = DedupConfig{Window: int(d.u32()), Expiry: int64(d.u64())}
+		if d.err == nil && c.Dedup.Validate() != nil {
+			d.err = ErrMalformed
+		}
 	default:
 		return Command{}, fmt.Errorf("%w: command type %d", ErrMalformed, frame[0])
 	}
@@ -115,6 +131,8 @@ func (m *Meta) ApplyCommand(c *Command) {
 		for _, oc := range c.Commits {
 			m.Offsets[OffsetKey{oc.Group, QueueKey{oc.Topic, oc.QueueID}}] = oc.Offset
 		}
+	case SetDedup:
+		m.Producers.Config = c.Dedup
 	}
 }
 

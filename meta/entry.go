@@ -35,11 +35,12 @@ const (
 	EntryCreateTopic   = 3
 	EntryUpdateTopic   = 4
 	EntryDeleteTopic   = 5
+	EntrySetDedup      = 8
 )
 
 // entryTypes maps each command to its Raft entry type byte.
 var entryTypes = [...]byte{CommitOffsets: EntryCommitOffsets, CreateTopic: EntryCreateTopic,
-	UpdateTopic: EntryUpdateTopic, DeleteTopic: EntryDeleteTopic}
+	UpdateTopic: EntryUpdateTopic, DeleteTopic: EntryDeleteTopic, SetDedup: EntrySetDedup}
 
 // EntryType is the type byte of t in a Raft log entry, 0 for no command.
 func (t CommandType) EntryType() byte {
@@ -81,6 +82,12 @@ func (c *Command) AppendEntryBody(dst []byte) ([]byte, error) {
 		e.I32(c.Topic.Perm)
 	case DeleteTopic:
 		e.Str(c.Topic.Name, MaxStringBytes)
+	case SetDedup:
+		if err := c.Dedup.Validate(); err != nil {
+			return dst, err
+		}
+		e.I32(int32(c.Dedup.Window))
+		e.I64(c.Dedup.Expiry)
 	default:
 		return dst, fmt.Errorf("%w: %s", ErrMalformed, c.Type)
 	}
@@ -113,6 +120,13 @@ func DecodeEntryBody(t CommandType, body []byte) (Command, error) {
 		c.Topic.Queues, c.Topic.Perm = d.I32(), d.I32()
 	case DeleteTopic:
 		c.Topic.Name = d.Str(MaxStringBytes)
+	case SetDedup:
+		c.Dedup = DedupConfig{Window: int(d.I32()), Expiry: d.I64()}
+		if d.Err == nil {
+			if err := c.Dedup.Validate(); err != nil {
+				d.Err = err
+			}
+		}
 	default:
 		return Command{}, fmt.Errorf("%w: %s", ErrMalformed, t)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -19,8 +20,8 @@ func sample() *Meta {
 	m.Queues[QueueKey{Topic: "b", Queue: 1}] = 7
 	m.Queues[QueueKey{Topic: "a", Queue: 0}] = 3
 	m.Offsets[OffsetKey{Group: "g", QueueKey: QueueKey{Topic: "a", Queue: 0}}] = 2
-	m.Producers.Store([]byte("p"), 5, 300, 1000)
-	m.Producers.Store([]byte("p"), 2, 100, 1000)
+	m.Producers.Store([]byte("p"), 5, 1000)
+	m.Producers.Store([]byte("p"), 2, 1000)
 	m.Producers.nextSweep = 0
 	m.Timer.UpTo = 5000
 	m.Timer.Done[7] = 9
@@ -34,12 +35,13 @@ func TestMetaGolden(t *testing.T) {
 	const v1 = "01" + "00000002" + "000161" + "00000001" + "00000004" + "000162" + "00000002" + "00000006" +
 		"00000002" + "000161" + "00000000" + "0000000000000003" + "000162" + "00000001" + "0000000000000007" +
 		"00000001" + "000167" + "000161" + "00000000" + "0000000000000002"
-	const want = "02" + "00000002" + "000161" + "00000001" + "00000004" + "000162" + "00000002" + "00000006" +
+	want := "02" + "00000002" + "000161" + "00000001" + "00000004" + "000162" + "00000002" + "00000006" +
 		"00000002" + "000161" + "00000000" + "0000000000000003" + "000162" + "00000001" + "0000000000000007" +
 		"00000001" + "000167" + "000161" + "00000000" + "0000000000000002" +
 		"00001000" + "000000000036ee80" + // dedup window 4096, expiry 1 h
-		"00000001" + "000170" + "00000000000003e8" + "0000000000000000" + // producer "p", stored at 1000, floor 0
-		"00000002" + "0000000000000002" + "0000000000000064" + "0000000000000005" + "000000000000012c" +
+		"00000001" + "000170" + "00000000000003e8" + "0000000000000005" + "00001000" + // producer "p", stored at 1000, max 5, window 4096
+		"0000000000000024" + strings.Repeat("0000000000000000", 63) + // sequences 2 and 5 stored
+
 		"0000000000001388" + "0000000000000003" + "00000001" + "00000007" + "0000000000000009" // timer: up to 5000, 3 delivered, bucket 7 done below 9
 	got := hex.EncodeToString(sample().Encode())
 	if got != want {
@@ -75,6 +77,7 @@ func TestCommandFramesGolden(t *testing.T) {
 		{frame(CommitOffsets, TopicConfig{}, []OffsetCommit{{Group: "g", Topic: "t", QueueID: 1, Offset: 9}}),
 			"03" + "00000001" + "000167" + "000174" + "00000001" + "0000000000000009"},
 		{frame(UpdateTopic, TopicConfig{Name: "t", Queues: 8}, nil), "04" + "000174" + "00000008" + "00000000"},
+		{(&Command{Type: SetDedup, Dedup: DedupConfig{Window: 64, Expiry: 90_000}}).Frame(), "05" + "00000040" + "0000000000015f90"},
 	} {
 		if got := hex.EncodeToString(c.frame); got != c.want {
 			t.Errorf("frame\n got %s\nwant %s", got, c.want)

@@ -4,41 +4,39 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
+		"sort"
 )
 
 // The producer table is what makes a send idempotent: a message with a PSEQ
 // property ("<producer>:<seq>", message.ParseProducerSeq) is stored once per
 // producer and sequence however often it is sent.
 //
-// Per producer it keeps the Window highest sequences stored, each with the
-// commitlog offset of its record, and a floor: every sequence below it was
-// stored and has left the window, or can no longer be told apart from one
-// that was. A message is
+// Per producer it keeps the highest sequence stored (max) and, for the
+// Window sequences up to it, which were stored (a bitmap). A message is
 //
-//   - a duplicate when its sequence is in the window: it is not stored
-//     again and gets the first one's result;
-//   - too old (ErrSeqTooOld) when its sequence is below the floor: it is
-//     refused, never stored twice;
+//   - a duplicate when its sequence is in that range and marked stored: it
+//     is not stored again (the store answers with the first copy, found by
+//     its UNIQ_KEY);
+//   - too old (ErrSeqTooOld) when its sequence is Window or more below
+//     max: it is refused, never stored twice;
 //   - new otherwise, also out of order: a producer may have many sends in
-//     flight, and a sequence below the window's newest one that was never
-//     stored is stored.
+//     flight, and a sequence below max that was never stored is stored.
 //
 // A producer that keeps fewer than Window sequences outstanding (sent but
-// not answered) never has a first attempt refused as too old: a sequence
-// leaves the window only after Window higher ones were stored, and each of
-// those was sent after it.
+// not answered) never has a first attempt refused as too old: every stored
+// sequence was sent after the oldest outstanding one, so max stays below
+// it + Window.
 //
 // A producer with no message stored for Expiry milliseconds of store time is
 // forgotten: its next message starts a new window.
 //
 // The table is replicated state. It changes only when a message record is
 // stored (Store), with that record's entry's store timestamp, on the live
-// path and in recovery's replay alike, so every replica holds the same
-// table at the same applied index. Lookups never change what a later
-// lookup answers: dropping a producer that expired (Sweep) only frees its
-// memory, because an expired producer answers as an absent one.
+// path and in recovery's replay alike, and with a SetDedup command, so
+// every replica holds the same table at the same applied index. Lookups
+// never change what a later lookup answers: dropping a producer that
+// expired (Sweep) only frees its memory, because an expired producer
+// answers as an absent one.
 
 // ErrSeqTooOld is returned (wrapped) for a sequence below its producer's
 // window.
@@ -62,6 +60,21 @@ type DedupConfig struct {
 	Expiry int64 // ms of store time after a producer's last stored message
 }
 
+// Bounds of DedupConfig.
+const (
+	MinProducerExpiry = int64(1000)
+	maxDedupWindow    = 1 << 20
+)
+
+// Validate checks the bounds: a window of 1 to 2^20 sequences, an expiry
+// of at least a second. An error is ErrMalformed (wrapped).
+func (c DedupConfig) Validate() error {
+	if c.Window < 1 || c.Window > maxDedupWindow || c.Expiry < MinProducerExpiry {
+		return fmt.Errorf("%w: dedup window %d (1-%d), producer expiry %d ms (at least %d)", ErrMalformed, c.Window, maxDedupWindow, c.Expiry, MinProducerExpiry)
+	}
+	return nil
+}
+
 // DefaultDedupConfig returns the defaults.
 func DefaultDedupConfig() DedupConfig {
 	return DedupConfig{Window: DefaultDedupWindow, Expiry: DefaultProducerExpiry}
@@ -74,13 +87,13 @@ type Producers struct {
 	nextSweep int64 // store time of the next memory sweep (not replicated)
 }
 
-// producer is one producer's window: seqs[start:] ascending, offs alongside.
+// producer is one producer's window: bit (seq mod len(bits)*64) of bits
+// says whether seq was stored, for seq in (max-window, max].
 type producer struct {
-	lastStored int64  // store timestamp of its newest stored message
-	floor      uint64 // sequences below are too old
-	start      int
-	seqs       []uint64
-	offs       []int64
+	lastStored int64 // store timestamp of its newest stored message
+	max        uint64
+	window     uint64 // the window the bits cover (Config.Window when set up)
+	bits       []uint64
 }
 
 func newProducers(cfg DedupConfig) *Producers {
@@ -97,28 +110,25 @@ type Verdict int
 const (
 	// SeqNew: store it.
 	SeqNew Verdict = iota
-	// SeqDuplicate: stored before, at the offset Lookup returns.
+	// SeqDuplicate: stored before.
 	SeqDuplicate
 	// SeqTooOld: below the window; refuse it.
 	SeqTooOld
 )
 
 // Lookup says whether producer's seq, arriving with store timestamp now,
-// is new, a duplicate (with the commitlog offset of the stored record) or
-// too old.
-func (ps *Producers) Lookup(producerID []byte, seq uint64, now int64) (Verdict, int64) {
+// is new, a duplicate or too old.
+func (ps *Producers) Lookup(producerID []byte, seq uint64, now int64) Verdict {
 	p := ps.live(producerID, now)
-	if p == nil {
-		return SeqNew, 0
+	switch {
+	case p == nil || seq > p.max:
+		return SeqNew
+	case p.max-seq >= p.window:
+		return SeqTooOld
+	case p.stored(seq):
+		return SeqDuplicate
 	}
-	if seq < p.floor {
-		return SeqTooOld, 0
-	}
-	live := p.seqs[p.start:]
-	if i, ok := slices.BinarySearch(live, seq); ok {
-		return SeqDuplicate, p.offs[p.start+i]
-	}
-	return SeqNew, 0
+	return SeqNew
 }
 
 // live returns producerID's window, nil when absent or expired at now.
@@ -134,46 +144,65 @@ func (ps *Producers) expired(p *producer, now int64) bool {
 	return now-p.lastStored > ps.Config.Expiry
 }
 
-// Store records that producer's seq was stored at commitlog offset off by
-// an entry with store timestamp now. Storing a sequence the window holds
-// changes nothing.
-func (ps *Producers) Store(producerID []byte, seq uint64, off, now int64) {
+// Store records that producer's seq was stored by an entry with store
+// timestamp now. Storing a sequence the window marks changes nothing but
+// the time.
+func (ps *Producers) Store(producerID []byte, seq uint64, now int64) {
 	if now >= ps.nextSweep {
 		ps.Sweep(now)
 	}
 	p := ps.table[string(producerID)]
 	if p == nil || ps.expired(p, now) {
-		p = &producer{}
+		p = &producer{max: seq}
 		ps.table[string(producerID)] = p
 	}
 	p.lastStored = max(p.lastStored, now)
-	p.insert(seq, off, ps.Config.Window)
+	p.resize(uint64(ps.Config.Window))
+	switch {
+	case seq-p.max >= p.window && seq > p.max:
+		clear(p.bits) // the whole window moves past what it marked
+		p.max = seq
+	case seq > p.max:
+		for s := p.max + 1; s < seq; s++ {
+			p.mark(s, false) // not stored (yet): sends in flight
+		}
+		p.max = seq
+	case p.max-seq >= p.window:
+		return // below a window that moved on; the store refused nothing: a replay of an old record
+	}
+	p.mark(seq, true)
 }
 
-// insert adds seq to the window, keeping its window highest sequences.
-func (p *producer) insert(seq uint64, off int64, window int) {
-	live := p.seqs[p.start:]
-	i, found := slices.BinarySearch(live, seq)
-	if found || seq < p.floor {
+func (p *producer) stored(seq uint64) bool {
+	i := seq % (uint64(len(p.bits)) * 64)
+	return p.bits[i/64]&(1<<(i%64)) != 0
+}
+
+func (p *producer) mark(seq uint64, v bool) {
+	i := seq % (uint64(len(p.bits)) * 64)
+	if v {
+		p.bits[i/64] |= 1 << (i % 64)
+	} else {
+		p.bits[i/64] &^= 1 << (i % 64)
+	}
+}
+
+// resize sets the window to w sequences (a SetDedup changed it), keeping
+// what it knows of the sequences both windows cover.
+func (p *producer) resize(w uint64) {
+	if p.window == w && p.bits != nil {
 		return
 	}
-	for len(live) >= window { // more than one when the window setting shrank
-		if i == 0 { // below every kept sequence of a full window
-			p.floor = max(p.floor, seq+1)
-			return
-		}
-		p.floor = max(p.floor, live[0]+1)
-		p.start++
-		live = live[1:]
-		i--
+	old := *p
+	p.window, p.bits = w, make([]uint64, (w+63)/64)
+	if old.bits == nil {
+		return
 	}
-	at := p.start + i
-	p.seqs = slices.Insert(p.seqs, at, seq)
-	p.offs = slices.Insert(p.offs, at, off)
-	if p.start >= window { // compact: amortized O(1) per stored sequence
-		n := copy(p.seqs, p.seqs[p.start:])
-		copy(p.offs, p.offs[p.start:])
-		p.seqs, p.offs, p.start = p.seqs[:n], p.offs[:n], 0
+	for s := p.max; p.max-s < min(w, old.window); s-- {
+		p.mark(s, old.stored(s))
+		if s == 0 {
+			break
+		}
 	}
 }
 
@@ -188,14 +217,20 @@ func (ps *Producers) Sweep(now int64) {
 	ps.nextSweep = now + max(ps.Config.Expiry/4, 1000)
 }
 
-// Sequences returns producerID's window (ascending) and its floor, for
-// tests and tools.
-func (ps *Producers) Sequences(producerID string) (seqs []uint64, floor uint64) {
+// Sequences returns the sequences producerID's window marks stored,
+// ascending, for tests and tools.
+func (ps *Producers) Sequences(producerID string) []uint64 {
 	p := ps.table[producerID]
 	if p == nil {
-		return nil, 0
+		return nil
 	}
-	return slices.Clone(p.seqs[p.start:]), p.floor
+	var out []uint64
+	for s := p.max - min(p.max, p.window-1); s <= p.max; s++ {
+		if p.stored(s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // appendProducers encodes the table (producers sorted by id).
@@ -212,43 +247,34 @@ func (ps *Producers) appendProducers(b []byte) []byte {
 		p := ps.table[id]
 		b = appendString(b, id)
 		b = binary.BigEndian.AppendUint64(b, uint64(p.lastStored))
-		b = binary.BigEndian.AppendUint64(b, p.floor)
-		live := p.seqs[p.start:]
-		b = binary.BigEndian.AppendUint32(b, uint32(len(live)))
-		for i, seq := range live {
-			b = binary.BigEndian.AppendUint64(b, seq)
-			b = binary.BigEndian.AppendUint64(b, uint64(p.offs[p.start+i]))
+		b = binary.BigEndian.AppendUint64(b, p.max)
+		b = binary.BigEndian.AppendUint32(b, uint32(p.window))
+		for _, w := range p.bits {
+			b = binary.BigEndian.AppendUint64(b, w)
 		}
 	}
 	return b
 }
 
-// producerEntryBytes is one encoded window entry (seq, offset).
-const producerEntryBytes = 16
-
-// maxDedupWindow bounds a decoded window setting.
-const maxDedupWindow = 1 << 20
-
 func (d *decoder) producers() *Producers {
 	cfg := DedupConfig{Window: int(d.u32()), Expiry: int64(d.u64())}
-	if d.err == nil && (cfg.Window <= 0 || cfg.Window > maxDedupWindow || cfg.Expiry <= 0) {
-		d.err = fmt.Errorf("%w: dedup window %d, expiry %d", ErrMalformed, cfg.Window, cfg.Expiry)
+	if d.err == nil {
+		if err := cfg.Validate(); err != nil {
+			d.err = err
+		}
 	}
 	ps := newProducers(cfg)
 	for n := d.count(); n > 0 && d.err == nil; n-- {
 		id := d.str()
-		p := &producer{lastStored: int64(d.u64()), floor: d.u64()}
-		k := int(d.u32())
-		if k > maxDedupWindow || k*producerEntryBytes > len(d.b) {
-			d.err = fmt.Errorf("%w: producer window of %d", ErrMalformed, k)
+		p := &producer{lastStored: int64(d.u64()), max: d.u64(), window: uint64(d.u32())}
+		words := (p.window + 63) / 64
+		if p.window < 1 || p.window > maxDedupWindow || words*8 > uint64(len(d.b)) {
+			d.err = fmt.Errorf("%w: producer window of %d", ErrMalformed, p.window)
 			break
 		}
-		p.seqs, p.offs = make([]uint64, k), make([]int64, k)
-		for i := range k {
-			p.seqs[i], p.offs[i] = d.u64(), int64(d.u64())
-			if i > 0 && p.seqs[i] <= p.seqs[i-1] || p.seqs[i] < p.floor {
-				d.err = fmt.Errorf("%w: producer window out of order", ErrMalformed)
-			}
+		p.bits = make([]uint64, words)
+		for i := range p.bits {
+			p.bits[i] = d.u64()
 		}
 		if d.err == nil {
 			ps.table[id] = p

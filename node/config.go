@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/raftmq/raftmq/meta"
 	"github.com/raftmq/raftmq/quota"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/tlsconf"
@@ -117,6 +118,24 @@ type GroupCommit struct {
 // over its client's produce rate is held until the rate allows it, up to a
 // second; one that would wait longer is refused with RESOURCE_EXHAUSTED
 // after a second (so that a client resending at once cannot spin).
+// Dedup are the idempotent producers' settings. They are replicated state:
+// the leader proposes them when they differ from what the cluster applies,
+// so the leader's config decides (give every node the same).
+type Dedup struct {
+	// Window is the sequences the cluster keeps per producer: a send
+	// whose sequence is that far behind its producer's newest is refused
+	// as too old. Clients keep fewer outstanding (client.Options.IdempotenceWindow).
+	Window int `toml:"window"`
+	// ProducerExpiry: a producer with no message stored for this long is
+	// forgotten (its next message starts a new window).
+	ProducerExpiry time.Duration `toml:"producer_expiry"`
+}
+
+// config is d as the store's replicated settings.
+func (d Dedup) config() meta.DedupConfig {
+	return meta.DedupConfig{Window: d.Window, Expiry: d.ProducerExpiry.Milliseconds()}
+}
+
 type Limits struct {
 	ProduceMessagesPerSecond float64 `toml:"produce_messages_per_second"`
 	ProduceBytesPerSecond    float64 `toml:"produce_bytes_per_second"`
@@ -153,6 +172,7 @@ type Config struct {
 	// the file); SIGHUP reloads it.
 	AuthFile string `toml:"auth_file"`
 	Limits   Limits `toml:"limits"`
+	Dedup    Dedup  `toml:"dedup"`
 
 	Store       store.Config `toml:"store"` // Dir defaults to <Dir>/store
 	Raft        RaftConfig   `toml:"raft"`
@@ -207,6 +227,7 @@ func DefaultConfig() Config {
 		},
 		GroupCommit: GroupCommit{MaxBytes: 1 << 20, MaxMessages: 1024, MaxDelay: 0, MaxInFlight: 2,
 			MaxQueueMessages: 4096, MaxQueueBytes: 16 << 20, QueueWait: 500 * time.Millisecond},
+		Dedup:          Dedup{Window: meta.DefaultDedupWindow, ProducerExpiry: time.Duration(meta.DefaultProducerExpiry) * time.Millisecond},
 		ApplyTimeout:   10 * time.Second,
 		CatchUpTimeout: 60 * time.Second,
 		ShutdownGrace:  5 * time.Second,
@@ -224,7 +245,7 @@ func (c *Config) storeConfig() store.Config {
 
 // Validate reports the first problem with c in words a user can act on.
 func (c *Config) Validate() error {
-	for _, check := range []func() error{c.validateIdentity, c.validateMembership, c.validateRaft, c.validateGroupCommit, c.validateSecurity} {
+	for _, check := range []func() error{c.validateIdentity, c.validateMembership, c.validateRaft, c.validateGroupCommit, c.validateSecurity, c.validateDedup} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -312,6 +333,14 @@ func (c *Config) validateRaft() error {
 		return bad("raft max_rpcs_in_flight %d must be in 1..64 (1 turns pipelining off)", r.MaxRPCsInFlight)
 	case r.LogStore != "" && r.LogStore != LogStoreAuto && r.LogStore != LogStoreBolt && r.LogStore != LogStoreWAL:
 		return bad("raft log_store %q is none of %q, %q, %q", r.LogStore, LogStoreAuto, LogStoreWAL, LogStoreBolt)
+	}
+	return nil
+}
+
+func (c *Config) validateDedup() error {
+	if c.Dedup.ProducerExpiry%time.Millisecond != 0 || c.Dedup.config().Validate() != nil {
+		return bad("dedup window %d must be in 1..%d and producer_expiry %v at least 1s, in whole milliseconds",
+			c.Dedup.Window, 1<<20, c.Dedup.ProducerExpiry)
 	}
 	return nil
 }

@@ -40,6 +40,7 @@ func (n *Node) establish() {
 			}
 			n.setReady(true)
 			n.announceSelf()
+			n.proposeDedup()
 			return
 		}
 		n.log.Warn("barrier after election failed", "error", err)
@@ -63,6 +64,23 @@ func (n *Node) announceSelf() {
 	if _, err := n.applyCommand(ctx, &cmd); err != nil {
 		n.log.Warn("announcing API address failed", "error", err)
 	}
+}
+
+// proposeDedup makes this leader's [dedup] settings the cluster's when
+// they differ from the replicated ones.
+func (n *Node) proposeDedup() {
+	want := n.cfg.Dedup.config()
+	if n.Store().DedupConfig() == want {
+		return
+	}
+	cmd := fsm.Command{Type: fsm.CmdSetDedup, Dedup: want}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	defer cancel()
+	if _, err := n.applyCommand(ctx, &cmd); err != nil {
+		n.log.Warn("proposing the [dedup] settings failed", "error", err)
+		return
+	}
+	n.log.Info("dedup settings applied", "window", want.Window, "producer_expiry", n.cfg.Dedup.ProducerExpiry)
 }
 
 func (n *Node) setReady(v bool) {

@@ -126,7 +126,7 @@ func (r *replayer) storeProducerSeq(rec *preparedRecord, storeTs int64) {
 	if err != nil {
 		return
 	}
-	r.t.Meta().Producers.Store(producer, seq, rec.off, storeTs)
+	r.t.Meta().Producers.Store(producer, seq, storeTs)
 }
 
 // advanceTimer records a delivered scheduled message's mark as the apply

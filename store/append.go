@@ -107,9 +107,8 @@ type appendScratch struct {
 	// entrySeqs maps the PSEQ of each accepted message to its result, so
 	// a second copy in the same entry is its duplicate.
 	entrySeqs map[string]int
-	// dups are the results that repeat another: dupOf[i] is the result
-	// index of dups[i]'s first copy in this entry, or -1 (stored before).
-	dups, dupOf []int
+	// dups are the results that repeat another (dedup.go).
+	dups []dupRef
 	// scheduled holds the messages of this entry the store rewrote: the
 	// ScheduleTopic copies of delayed messages, messages without a
 	// TIMER_DELIVERED a client sent along.
@@ -170,7 +169,8 @@ func (a *appendScratch) reset() {
 		a.entrySeqs = map[string]int{}
 	}
 	clear(a.entrySeqs)
-	a.dups, a.dupOf = a.dups[:0], a.dupOf[:0]
+	clear(a.dups)
+	a.dups = a.dups[:0]
 	clear(a.scheduled)
 	a.scheduled = a.scheduled[:0]
 	clear(a.newTopics)
@@ -224,7 +224,7 @@ func (s *Store) appendLocked(h EntryHeader, msgs []message.Message, results []Pu
 				m, sp = a.withoutDeliveredMark(m)
 			}
 		}
-		if res.Err == nil && sp.pseq != nil && a.dedup(s, &res, len(results), sp.pseq, h.StoreTimestamp) {
+		if res.Err == nil && sp.pseq != nil && a.dedup(s, &res, len(results), m, &sp, h.StoreTimestamp) {
 			results = append(results, res)
 			continue
 		}
@@ -357,7 +357,7 @@ func (s *Store) dispatchAppended(msgs []message.Message, queueOffsets []int64, p
 		s.meta.Queues[k] = queueOffsets[i] + 1
 		if pseq := a.props[i].pseq; pseq != nil {
 			producer, seq, _ := message.ParseProducerSeq(pseq) // validated
-			s.meta.Producers.Store(producer, seq, pos[i].Offset, storeTs)
+			s.meta.Producers.Store(producer, seq, storeTs)
 		}
 		if !slices.Contains(a.touched, k) {
 			a.touched = append(a.touched, k)

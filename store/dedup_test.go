@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/raftmq/raftmq/message"
@@ -73,13 +74,28 @@ func TestIdempotentAppend(t *testing.T) {
 	if hits := s.Stats().DedupHits; hits != 3 {
 		t.Fatalf("dedup hits %d, want 3", hits)
 	}
-	// The sequence decides, not the content: another body under a stored
-	// sequence is that sequence's duplicate.
-	checkDup(appendOK(seqMessage(t, "pA", 1, 9))[0], first[0])
+	// The sequence decides, not the content: another message under a
+	// stored sequence is that sequence's duplicate; without the first
+	// copy's UNIQ_KEY it cannot be found again, so its result has no
+	// position.
+	if r := appendOK(seqMessage(t, "pA", 1, 9))[0]; !r.Duplicate || r.Err != nil || r.QueueOffset != -1 {
+		t.Fatalf("another message under a stored sequence: %+v", r)
+	}
 	m := seqMessage(t, "x", 0, 5)
 	m.Properties = append(m.Properties[:len(m.Properties)-1], "01\x02"...) // "x:001": leading zero
 	if res := appendOK(m); !errors.Is(res[0].Err, ErrBadMessage) || KindOf(res[0].Err) != KindBadInput {
 		t.Fatalf("malformed PSEQ: %+v", res[0])
+	}
+	// A delayed message's repeat is found in the schedule topic.
+	delayedSeq := func() message.Message {
+		m := seqMessage(t, "pD", 1, 30)
+		m.Properties = message.AppendProperty(m.Properties, message.PropertyTimerDelayMs, "60000")
+		return m
+	}
+	sched := appendOK(delayedSeq())[0]
+	if again := appendOK(delayedSeq())[0]; sched.Topic != ScheduleTopic || !again.Duplicate ||
+		again.Topic != ScheduleTopic || again.PhysicalOffset != sched.PhysicalOffset || again.QueueOffset != sched.QueueOffset {
+		t.Fatalf("a delayed message's repeat: first %+v, again %+v", sched, again)
 	}
 	s.mu.Lock()
 	s.meta.Producers.Config.Window = 2
@@ -97,8 +113,8 @@ func TestIdempotentAppend(t *testing.T) {
 	if res := appendOK(seqMessage(t, "pA", 4, 6)); !res[0].Duplicate {
 		t.Fatalf("after a clean reopen: %+v", res[0])
 	}
-	if seqs, floor := s.meta.Producers.Sequences("pA"); len(seqs) != 2 || floor != 3 {
-		t.Fatalf("after a clean reopen: window %v floor %d", seqs, floor)
+	if seqs := s.meta.Producers.Sequences("pA"); !slices.Equal(seqs, []uint64{3, 4}) {
+		t.Fatalf("after a clean reopen: window %v", seqs)
 	}
 	// A crash after entries the checkpoint does not cover: the replay of
 	// their records rebuilds the table.
