@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-		"sort"
+	"sort"
 )
 
 // The producer table is what makes a send idempotent: a message with a PSEQ
