@@ -17,8 +17,8 @@ import (
 // ValidateMessage checks m against the layout and RocketMQ's rules: topic
 // 1..127 bytes of [%|a-zA-Z0-9_-], queue id >= 0, body at most maxBody bytes
 // (MaxBodySize when maxBody <= 0 or larger), properties at most
-// MaxPropertiesLen bytes, no IPv6 sysflag bits, a PSEQ property that parses
-// (ParseProducerSeq).
+// MaxPropertiesLen bytes, no IPv6 sysflag bits. (The store checks the
+// properties it reads, PSEQ and the delay properties, itself.)
 func ValidateMessage(m *Message, maxBody int) error {
 	if maxBody <= 0 || maxBody > MaxBodySize {
 		maxBody = MaxBodySize
@@ -31,11 +31,6 @@ func ValidateMessage(m *Message, maxBody int) error {
 	}
 	if len(m.Body) > maxBody {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrBodyTooLarge, len(m.Body), maxBody)
-	}
-	if v, ok := GetProperty(m.Properties, PropertyProducerSeq); ok {
-		if _, _, err := ParseProducerSeq(v); err != nil {
-			return err
-		}
 	}
 	return CheckLengths(m)
 }

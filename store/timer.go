@@ -81,12 +81,18 @@ func notSchedule(topic string) error {
 	return nil
 }
 
-// checkClientTimer is checkReserved and a delay property that parses, for
-// a message before it is proposed (its due time is checked at apply).
+// checkClientTimer is checkReserved, a PSEQ that parses and a delay
+// property that parses, for a message before it is proposed (its due time
+// is checked at apply; the apply path refuses a bad PSEQ as well).
 func checkClientTimer(m *message.Message) error {
 	sp := readStoreProps(m.Properties)
 	if err := checkReserved(m, &sp); err != nil {
 		return err
+	}
+	if sp.pseq != nil {
+		if _, _, err := message.ParseProducerSeq(sp.pseq); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadMessage, err)
+		}
 	}
 	if sp.timer != nil {
 		if _, err := strconv.ParseInt(string(sp.timer), 10, 64); err != nil {
