@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"crypto/tls"
 	"strings"
 	"sync"
@@ -278,6 +279,9 @@ func TestDelayLevelRocketMQClient(t *testing.T) {
 		t.Fatalf("send: %v %v", res, err)
 	}
 	sent := time.Now().UnixMilli()
+	if q := res.MessageQueue.QueueId; q < 0 || q >= 4 {
+		t.Fatalf("a delayed send answered queue %d of orders (4 queues)", q)
+	}
 	for q := int32(0); q < 4; q++ {
 		if max, err := be.st.MaxOffset("orders", q); err == nil && max != 0 {
 			t.Fatalf("orders/%d holds %d messages before the delay", q, max)
@@ -293,4 +297,25 @@ func TestDelayLevelRocketMQClient(t *testing.T) {
 		t.Fatalf("delivered %d a second later, want 1", n)
 	}
 	awaitBody(t, rmqConsume(t, s.nsAddr, "delay-consumer", "later", "orders", rmqOptions{}), "a second later")
+	// Wait for the consumer's offset commit: the Apache client's own
+	// rebalance, set off when the consumer registered, must be done before
+	// the cleanup shuts it down (its Shutdown races with it otherwise: seen
+	// under -race).
+	queue := int32(res.MessageQueue.QueueId)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if off, ok := be.st.ConsumerOffset("later", "orders", queue); ok && off == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			var offs []string
+			for q := int32(0); q < 4; q++ {
+				off, ok := be.st.ConsumerOffset("later", "orders", q)
+				mx, _ := be.st.MaxOffset("orders", q)
+				offs = append(offs, fmt.Sprintf("%d:%d/%v max %d", q, off, ok, mx))
+			}
+			t.Fatalf("the consumer's offset of orders/%d was not committed: %v", queue, offs)
+		}
+		time.Sleep(100 * time.Millisecond) // the client commits every few seconds
+	}
 }

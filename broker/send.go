@@ -40,7 +40,7 @@ func (b *Broker) send(ctx context.Context, conn *remoting.Conn, req *remoting.Co
 		return req.Response(sendErrorCode(err), err.Error())
 	}
 	b.stats.sends.Add(1)
-	return sendAnswer(req, results)
+	return sendAnswer(req, results, h.QueueID)
 }
 
 // sendMessages builds the messages of a send: one from the header and
@@ -83,15 +83,22 @@ func firstFailure(results []store.PutResult) error {
 
 // sendAnswer is SUCCESS with the fields RocketMQ's clients read: msgId (the
 // offset message ids, comma-separated for a batch), queueId and
-// queueOffset of the first message.
-func sendAnswer(req *remoting.Command, results []store.PutResult) *remoting.Command {
+// queueOffset of the first message. A delayed message (stored in the
+// schedule topic until due) is answered with the queue the request named,
+// as RocketMQ's broker does: clients take queueId for a queue of the
+// request's topic.
+func sendAnswer(req *remoting.Command, results []store.PutResult, reqQueue int32) *remoting.Command {
 	ids := make([]string, len(results))
 	for i, r := range results {
 		ids[i] = r.OffsetMsgID
 	}
 	resp := req.Response(remoting.CodeSuccess, "")
 	resp.ExtFields["msgId"] = strings.Join(ids, ",")
-	resp.ExtFields["queueId"] = strconv.FormatInt(int64(results[0].QueueID), 10)
+	queue := results[0].QueueID
+	if results[0].Topic == store.ScheduleTopic {
+		queue = reqQueue
+	}
+	resp.ExtFields["queueId"] = strconv.FormatInt(int64(queue), 10)
 	resp.ExtFields["queueOffset"] = strconv.FormatInt(results[0].QueueOffset, 10)
 	return resp
 }
