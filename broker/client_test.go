@@ -2,8 +2,8 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"crypto/tls"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
