@@ -28,7 +28,8 @@ func (c *Client) Send(ctx context.Context, msgs ...Message) ([]SendResult, error
 		ids[i] = m.ID
 		protos[i] = m.toProto()
 	}
-	if n := unstamped(protos); n > 0 && c.seq != nil {
+	n := unstamped(protos)
+	if n > 0 && c.seq != nil {
 		base, err := c.seq.acquire(ctx, n)
 		if err != nil {
 			return nil, err
@@ -36,7 +37,7 @@ func (c *Client) Send(ctx context.Context, msgs ...Message) ([]SendResult, error
 		defer c.seq.release(base)
 		c.seq.stamp(protos, base)
 	}
-	results, err := c.sends.send(ctx, protos, unstamped(protos) == 0)
+	results, err := c.sends.send(ctx, protos, n == 0 || c.seq != nil) // every message carries a PSEQ
 	if err != nil {
 		return nil, err
 	}

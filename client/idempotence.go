@@ -89,7 +89,7 @@ func (s *sequencer) release(base uint64) {
 }
 
 // stamp adds PSEQ to the messages that have none, numbering them from
-// base, and returns how many it stamped.
+// base.
 func (s *sequencer) stamp(msgs []*pb.Message, base uint64) {
 	for _, m := range msgs {
 		if hasProducerSeq(m) {

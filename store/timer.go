@@ -328,12 +328,17 @@ func (s *Store) advanceTimer(mark []byte, now int64) {
 	}
 }
 
+// timerState is a copy of meta.Timer that scans can use without s.mu.
+func (s *Store) timerState() meta.Timer {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return meta.Timer{UpTo: s.meta.Timer.UpTo, Done: maps.Clone(s.meta.Timer.Done)}
+}
+
 // NextDue returns the earliest due time of a pending scheduled message, or
 // false when none is pending.
 func (s *Store) NextDue() (int64, bool, error) {
-	s.mu.RLock()
-	t := meta.Timer{UpTo: s.meta.Timer.UpTo, Done: maps.Clone(s.meta.Timer.Done)}
-	s.mu.RUnlock()
+	t := s.timerState()
 	next, found := int64(0), false
 	last := t.UpTo/meta.ScheduleBucketMs + meta.ScheduleBuckets - 1
 	err := s.scanPending(t, last, func(u dueUnit) bool {
@@ -357,9 +362,7 @@ func (s *Store) ScheduledPending() int64 {
 // pendingMinPhy is the lowest commitlog offset of a pending scheduled
 // record, or -1 with none: retention keeps the segments from there on.
 func (s *Store) pendingMinPhy() (int64, error) {
-	s.mu.RLock()
-	t := meta.Timer{UpTo: s.meta.Timer.UpTo, Done: maps.Clone(s.meta.Timer.Done)}
-	s.mu.RUnlock()
+	t := s.timerState()
 	low := int64(-1)
 	err := s.scanPending(t, t.UpTo/meta.ScheduleBucketMs+meta.ScheduleBuckets-1, func(u dueUnit) bool {
 		if low < 0 || u.unit.PhyOffset < low {
