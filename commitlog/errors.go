@@ -18,6 +18,9 @@ var (
 	// followed only by zeros: the tail of an interrupted write. Truncate at
 	// Scanner.Pos().
 	ErrTornTail = errors.New("commitlog: torn tail")
+	// ErrRead: a segment could not be read (an I/O error from the file
+	// system). It says nothing about the bytes: never truncate on it.
+	ErrRead = errors.New("commitlog: read failed")
 )
 
 // CorruptionError reports damage in the middle of the log: something valid

@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 
@@ -73,7 +74,13 @@ func (e *Entry) decode(b []byte) (message.Record, error) {
 //   - a *CorruptionError (errors.Is ErrCorrupt) otherwise: damage with data
 //     after it. Recovery decides (from its checkpoint) whether that data was
 //     ever durable; out-of-order page write-back at a power cut can also
-//     produce it beyond the last flush.
+//     produce it beyond the last flush;
+//   - an error matching ErrRead when a segment could not be read (the file
+//     system's I/O error): nothing is known about those bytes.
+//
+// The checks read a copy of the bytes, taken with pread in chunks of 1 MiB
+// where the segment file offers it (see window); the entries returned alias
+// the mapping.
 //
 // Errors are sticky. Pos is then the start of the failing entry, the point to
 // truncate at.
@@ -95,6 +102,7 @@ type Scanner struct {
 	haveLast            bool
 	laterZero           int // 0 unknown, 1 yes, 2 no
 	bodyCRC             bool
+	win                 window // the copy the checks read
 }
 
 // CheckBodyCRC makes the scanner also recompute every record's body CRC.
@@ -103,7 +111,7 @@ func (s *Scanner) CheckBodyCRC() { s.bodyCRC = true }
 // NewScanner starts at from, which must be an entry boundary or a segment
 // start of l.
 func NewScanner(l *Log, from int64) *Scanner {
-	s := &Scanner{segs: l.Segments(), pos: from}
+	s := &Scanner{segs: l.Segments(), pos: from, win: window{seg: -1}}
 	s.si = len(s.segs)
 	for i, seg := range s.segs {
 		if from >= seg.Start && from <= seg.End() {
@@ -133,20 +141,29 @@ func (s *Scanner) Next() (Entry, error) {
 			s.nextSegment()
 			continue
 		}
-		b := seg.File.Bytes()[s.pos-seg.Start:]
+		b := seg.File.Bytes()[s.pos-seg.Start:] // the mapping: what entries alias, and stop's zero checks
 		if len(b) < message.BlankSize {
 			s.err = s.stop(seg, b, "entry boundary closer than a blank to the segment end", nil)
 			break
 		}
-		switch be.Uint32(b[message.OffMagic:]) {
+		head, err := s.win.view(s.si, seg, s.pos, min(len(b), message.FrameSize))
+		if err != nil {
+			s.err = err
+			break
+		}
+		switch be.Uint32(head[message.OffMagic:]) {
 		case message.MagicBlank:
-			if size := int32(be.Uint32(b)); int(size) != len(b) {
+			if size := int32(be.Uint32(head)); int(size) != len(b) {
 				s.err = s.stop(seg, b, fmt.Sprintf("blank of %d bytes, %d to the segment end", size, len(b)), message.ErrBadSize)
 				break
 			}
 			s.pos = seg.End()
 		case message.MagicFrame:
-			e, reason, err := s.entry(b)
+			e, reason, err := s.entry(seg, head, b)
+			if errors.Is(err, ErrRead) {
+				s.err = err
+				break
+			}
 			if err != nil {
 				s.err = s.stop(seg, b, reason, err)
 				break
@@ -154,7 +171,7 @@ func (s *Scanner) Next() (Entry, error) {
 			s.pos = e.End
 			return e, nil
 		default:
-			s.err = s.stop(seg, b, fmt.Sprintf("magic %#08x", be.Uint32(b[message.OffMagic:])), message.ErrBadMagic)
+			s.err = s.stop(seg, b, fmt.Sprintf("magic %#08x", be.Uint32(head[message.OffMagic:])), message.ErrBadMagic)
 		}
 	}
 	return Entry{}, s.err
@@ -168,17 +185,23 @@ func (s *Scanner) nextSegment() {
 	}
 }
 
-// entry decodes and verifies the entry at the start of b (the rest of the
-// segment). On failure it returns a reason and the decode error.
-func (s *Scanner) entry(b []byte) (Entry, string, error) {
-	h, err := message.DecodeFrame(b)
+// entry decodes and verifies the entry at s.pos: head is the copy of its
+// frame (or of what is left of the segment, if less), mapped the rest of the
+// segment in the mapping. The checks read a copy of the entry (the window);
+// the Entry returned aliases the mapping. On failure it returns a reason and
+// the decode error, or an error matching ErrRead.
+func (s *Scanner) entry(seg mmap.Segment, head, mapped []byte) (Entry, string, error) {
+	h, err := message.DecodeFrame(head)
 	if err != nil {
 		return Entry{}, "frame header", err
 	}
-	if int64(h.EntrySize)+message.BlankSize > int64(len(b)) {
-		return Entry{}, fmt.Sprintf("entry of %d bytes with %d left in the segment", h.EntrySize, len(b)), message.ErrBadSize
+	if int64(h.EntrySize)+message.BlankSize > int64(len(mapped)) {
+		return Entry{}, fmt.Sprintf("entry of %d bytes with %d left in the segment", h.EntrySize, len(mapped)), message.ErrBadSize
 	}
-	eb := b[:h.EntrySize:h.EntrySize]
+	eb, err := s.win.view(s.si, seg, s.pos, int(h.EntrySize))
+	if err != nil {
+		return Entry{}, "", err
+	}
 	if crc := message.EntryCRC(eb); crc != h.CRC {
 		return Entry{}, fmt.Sprintf("entry CRC32C %#08x, stored %#08x", crc, h.CRC), message.ErrEntryCRC
 	}
@@ -186,13 +209,14 @@ func (s *Scanner) entry(b []byte) (Entry, string, error) {
 		return Entry{}, fmt.Sprintf("raft index %d term %d after index %d term %d",
 			h.RaftIndex, h.Term, s.lastIndex, s.lastTerm), message.ErrBadFrame
 	}
-	e := Entry{Start: s.pos, Header: h, Command: eb[message.FrameSize:h.Size], Records: eb[h.Size:],
-		End: s.pos + int64(h.EntrySize), verified: true}
-	if reason, err := s.records(&e); err != nil {
+	checked := Entry{Start: s.pos, Header: h, Records: eb[h.Size:]}
+	if reason, err := s.records(&checked); err != nil {
 		return Entry{}, reason, err
 	}
 	s.lastIndex, s.lastTerm, s.haveLast = h.RaftIndex, h.Term, true
-	return e, "", nil
+	mb := mapped[:h.EntrySize:h.EntrySize]
+	return Entry{Start: s.pos, Header: h, Command: mb[message.FrameSize:h.Size], Records: mb[h.Size:],
+		End: s.pos + int64(h.EntrySize), verified: true}, "", nil
 }
 
 // records verifies every record of e against its position and frame.
@@ -200,12 +224,11 @@ func (s *Scanner) records(e *Entry) (string, error) {
 	var count int32
 	var host message.HostPort
 	off := e.Start + int64(e.Header.Size)
-	decode := message.DecodeRecordSkipBodyCRC
-	if s.bodyCRC {
-		decode = message.DecodeRecord
-	}
 	for b := e.Records; len(b) > 0; count++ {
-		r, err := decode(b)
+		r, err := message.CheckRecord(b)
+		if err == nil && s.bodyCRC {
+			_, err = message.DecodeRecord(b)
+		}
 		switch {
 		case err != nil:
 			return fmt.Sprintf("record %d at %d", count, off), err

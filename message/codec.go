@@ -154,54 +154,92 @@ func DecodeRecordSkipBodyCRC(b []byte) (Record, error) { return decodeRecord(b) 
 // decodeRecord is DecodeRecord without the body CRC.
 func decodeRecord(b []byte) (Record, error) {
 	var r Record
-	if len(b) < RecordFixedSize {
-		return r, fmt.Errorf("%w: %d bytes left", ErrShort, len(b))
-	}
-	if m := be.Uint32(b[OffMagic:]); m != MagicMessageV1 {
-		return r, fmt.Errorf("%w: %#08x", ErrBadMagic, m)
-	}
-	size := int32(be.Uint32(b[OffTotalSize:]))
-	if size < RecordFixedSize || size > MaxRecordSize {
-		return r, fmt.Errorf("%w: TOTALSIZE %d", ErrBadSize, size)
-	}
-	if int(size) > len(b) {
-		return r, fmt.Errorf("%w: TOTALSIZE %d, %d bytes left", ErrShort, size, len(b))
-	}
-	b = b[:size]
-	r.Size = size
-	r.SysFlag = int32(be.Uint32(b[OffSysFlag:]))
-	if r.SysFlag&(SysFlagBornHostV6|SysFlagStoreHostV6) != 0 {
-		return r, fmt.Errorf("%w: IPv6 sysflag %#x", ErrBadLength, r.SysFlag)
-	}
-	if err := decodeVariable(&r, b); err != nil {
+	l, err := checkLayout(b)
+	if err != nil {
 		return r, err
 	}
+	b = b[:l.size]
+	r.Size, r.SysFlag = l.size, l.sysFlag
+	r.Body = b[OffBody : l.topicAt-1 : l.topicAt-1]
+	r.Topic = b[l.topicAt : l.propsAt-2 : l.propsAt-2]
+	r.Properties = b[l.propsAt:len(b):len(b)]
 	decodeFixed(&r, b)
 	return r, nil
 }
 
-// decodeVariable slices body, topic and properties out of the record b
-// (len(b) == TOTALSIZE) and checks that they add up.
-func decodeVariable(r *Record, b []byte) error {
+// recordLayout is where the variable parts of a record lie.
+type recordLayout struct {
+	size    int32 // TOTALSIZE
+	sysFlag int32
+	topicAt int // the topic's first byte (TOPICLENGTH is the byte before)
+	propsAt int // the properties' first byte (PROPERTIESLENGTH is the two before)
+}
+
+// checkLayout checks the structure of the record at the start of b:
+// TOTALSIZE bounds, magic, no IPv6 flags, and every length against
+// TOTALSIZE. Errors match ErrCorrupt.
+func checkLayout(b []byte) (recordLayout, error) {
+	var l recordLayout
+	if len(b) < RecordFixedSize {
+		return l, fmt.Errorf("%w: %d bytes left", ErrShort, len(b))
+	}
+	if m := be.Uint32(b[OffMagic:]); m != MagicMessageV1 {
+		return l, fmt.Errorf("%w: %#08x", ErrBadMagic, m)
+	}
+	size := int32(be.Uint32(b[OffTotalSize:]))
+	if size < RecordFixedSize || size > MaxRecordSize {
+		return l, fmt.Errorf("%w: TOTALSIZE %d", ErrBadSize, size)
+	}
+	if int(size) > len(b) {
+		return l, fmt.Errorf("%w: TOTALSIZE %d, %d bytes left", ErrShort, size, len(b))
+	}
+	b = b[:size]
+	l.size = size
+	l.sysFlag = int32(be.Uint32(b[OffSysFlag:]))
+	if l.sysFlag&(SysFlagBornHostV6|SysFlagStoreHostV6) != 0 {
+		return l, fmt.Errorf("%w: IPv6 sysflag %#x", ErrBadLength, l.sysFlag)
+	}
 	bodyLen := int32(be.Uint32(b[OffBodyLength:]))
 	if bodyLen < 0 || bodyLen > MaxBodySize || int(bodyLen) > len(b)-RecordFixedSize {
-		return fmt.Errorf("%w: BODYLENGTH %d in a %d-byte record", ErrBadLength, bodyLen, len(b))
+		return l, fmt.Errorf("%w: BODYLENGTH %d in a %d-byte record", ErrBadLength, bodyLen, len(b))
 	}
 	p := OffBody + int(bodyLen)
-	r.Body = b[OffBody:p:p]
 	topicLen := int(int8(b[p]))
 	if topicLen <= 0 || p+1+topicLen+2 > len(b) {
-		return fmt.Errorf("%w: TOPICLENGTH %d", ErrBadLength, topicLen)
+		return l, fmt.Errorf("%w: TOPICLENGTH %d", ErrBadLength, topicLen)
 	}
-	r.Topic = b[p+1 : p+1+topicLen : p+1+topicLen]
+	l.topicAt = p + 1
 	p += 1 + topicLen
 	propsLen := int(int16(be.Uint16(b[p:])))
 	if propsLen < 0 || p+2+propsLen != len(b) {
-		return fmt.Errorf("%w: PROPERTIESLENGTH %d, body %d, topic %d, TOTALSIZE %d",
+		return l, fmt.Errorf("%w: PROPERTIESLENGTH %d, body %d, topic %d, TOTALSIZE %d",
 			ErrBadLength, propsLen, bodyLen, topicLen, len(b))
 	}
-	r.Properties = b[p+2 : len(b) : len(b)]
-	return nil
+	l.propsAt = p + 2
+	return l, nil
+}
+
+// RecordHead is what a scan of the commitlog checks of each record against
+// its entry, besides its structure.
+type RecordHead struct {
+	Size           int32 // TOTALSIZE
+	PhysicalOffset int64
+	StoreTimestamp int64
+	StoreHost      HostPort
+}
+
+// CheckRecord checks the structure of the record at the start of b as
+// DecodeRecordSkipBodyCRC does (TOTALSIZE bounds, magic, every length
+// against TOTALSIZE) and returns its head, without decoding the rest: the
+// commitlog's verifying scan, over records whose entry CRC32C it checked.
+// Errors match ErrCorrupt.
+func CheckRecord(b []byte) (RecordHead, error) {
+	l, err := checkLayout(b)
+	if err != nil {
+		return RecordHead{}, err
+	}
+	return RecordHead{Size: l.size, PhysicalOffset: int64(be.Uint64(b[OffPhysicalOffset:])),
+		StoreTimestamp: int64(be.Uint64(b[OffStoreTimestamp:])), StoreHost: getHost(b[OffStoreHost:])}, nil
 }
 
 func decodeFixed(r *Record, b []byte) {

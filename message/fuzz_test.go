@@ -16,6 +16,7 @@ var genCorpus = flag.Bool("gencorpus", false, "rewrite the seed corpora in testd
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add(goldenRecord(f))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkRecordAgrees(t, data)
 		r, err := DecodeRecord(data)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
@@ -34,6 +35,21 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("re-encode: %d %v\n%x\n%x", n, err, buf, data[:r.Size])
 		}
 	})
+}
+
+// checkRecordAgrees: CheckRecord accepts exactly what
+// DecodeRecordSkipBodyCRC accepts, with the same error, and reports the same
+// head.
+func checkRecordAgrees(t *testing.T, data []byte) {
+	t.Helper()
+	h, herr := CheckRecord(data)
+	r, rerr := DecodeRecordSkipBodyCRC(data)
+	if (herr == nil) != (rerr == nil) || (herr != nil && herr.Error() != rerr.Error()) {
+		t.Fatalf("CheckRecord: %v, DecodeRecordSkipBodyCRC: %v", herr, rerr)
+	}
+	if herr == nil && (h.Size != r.Size || h.PhysicalOffset != r.PhysicalOffset || h.StoreTimestamp != r.StoreTimestamp || h.StoreHost != r.StoreHost) {
+		t.Fatalf("CheckRecord %+v, DecodeRecordSkipBodyCRC %+v", h, r)
+	}
 }
 
 func FuzzDecodeFrame(f *testing.F) {

@@ -192,6 +192,9 @@ func (p *Plan) scanTail(log *commitlog.Log, logger hclog.Logger, each func(e *co
 	lastReport := started
 	for {
 		e, err := sc.Next()
+		if errors.Is(err, commitlog.ErrRead) {
+			return fmt.Errorf("recovery: scan: %w", err) // an I/O error says nothing about the bytes: cut nothing
+		}
 		if err != nil {
 			p.classifyEnd(err)
 			if p.Tail != TailClean {

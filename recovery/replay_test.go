@@ -1,6 +1,10 @@
 package recovery
 
 import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -87,5 +91,40 @@ func TestReplayRange(t *testing.T) {
 	}
 	if q := tg.cqs.Get("a", 1); q.MaxOffset() != 1 {
 		t.Fatalf("after a second replay: %d units", q.MaxOffset())
+	}
+}
+
+// TestScanTailReadErrorCutsNothing: when the file system cannot read the
+// commitlog, the plan fails with the read error instead of calling the
+// rest a torn or corrupt tail (which recovery would truncate).
+func TestScanTailReadErrorCutsNothing(t *testing.T) {
+	var failReads atomic.Bool
+	fsys := vfs.WithInjector(vfs.OS(), vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpRead && failReads.Load() {
+			return fmt.Errorf("%w: EIO", vfs.ErrInjected)
+		}
+		return nil
+	}))
+	log, err := commitlog.Open(fsys, commitlog.Config{Dir: filepath.Join(t.TempDir(), CommitLogDir), FileSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	for i := uint64(1); i <= 3; i++ {
+		h := commitlog.EntryHeader{Kind: message.KindNoop, RaftIndex: i, Term: 1, StoreTimestamp: 1_700_000_000_000}
+		if _, _, err := log.AppendEntry(h, nil, nil, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, err := Compute(log, nil, true, hclog.NewNullLogger()); err != nil || p.Tail != TailClean || p.ConfirmOffset != log.WriteOffset() {
+		t.Fatalf("readable log: %+v, %v", p, err)
+	}
+	failReads.Store(true)
+	p, err := Compute(log, nil, true, hclog.NewNullLogger())
+	if !errors.Is(err, commitlog.ErrRead) || !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("unreadable log: %v, want commitlog.ErrRead", err)
+	}
+	if p.Tail == TailTorn || p.Tail == TailCorrupt || p.ConfirmOffset != 0 {
+		t.Fatalf("unreadable log planned a cut: tail %v at %d", p.Tail, p.ConfirmOffset)
 	}
 }
