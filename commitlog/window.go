@@ -7,13 +7,6 @@ import (
 	"github.com/raftmq/raftmq/mmap"
 )
 
-// readerAt is a mapped segment file that can also be read with pread (the
-// real mapping: mmap's mappedFile). The heap twin has no such method: its
-// bytes are already in memory.
-type readerAt interface {
-	ReadAt(p []byte, off int64) (int, error)
-}
-
 // chunkSize is the unit a scanner reads: segments are read in chunks that
 // start at multiples of it, one pread each. Small enough that what was just
 // read is still in the core's cache when it is checked: against reading and
@@ -53,7 +46,7 @@ func (w *window) holds(si int, from, to int64) bool {
 // call. Files that cannot be read with pread are checked through their
 // mapping.
 func (w *window) view(si int, seg mmap.Segment, from int64, n int) ([]byte, error) {
-	r, ok := seg.File.(readerAt)
+	r, ok := mmap.ReaderAt(seg.File)
 	if !ok || w.noPread {
 		rel := from - seg.Start
 		return seg.File.Bytes()[rel : rel+int64(n) : rel+int64(n)], nil
@@ -85,7 +78,7 @@ func (w *window) view(si int, seg mmap.Segment, from int64, n int) ([]byte, erro
 }
 
 // load reads the chunk of segment si that holds from.
-func (w *window) load(r readerAt, si int, seg mmap.Segment, from int64) error {
+func (w *window) load(r io.ReaderAt, si int, seg mmap.Segment, from int64) error {
 	size := w.size
 	if size == 0 {
 		size = chunkSize

@@ -1,7 +1,9 @@
 package consumequeue
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/raftmq/raftmq/mmap"
@@ -26,7 +28,10 @@ func (q *Queue) Recover() error {
 		return nil
 	}
 	k := scanStart(segs)
-	end, st := scanSegments(segs[k:], scanState{fillersOK: k == 0})
+	end, st, err := scanSegments(segs[k:], scanState{fillersOK: k == 0})
+	if err != nil { // an I/O error says nothing about the units: cut nothing
+		return fmt.Errorf("consumequeue: %s-%d: recover: %w", q.topic, q.id, err)
+	}
 	if err := q.mq.TruncateDirty(end); err != nil {
 		return fmt.Errorf("consumequeue: %s-%d: truncate dirty tail at %d: %w", q.topic, q.id, end, err)
 	}
@@ -55,18 +60,56 @@ func scanStart(segs []mmap.Segment) int {
 }
 
 // scanSegments scans units across segs and returns the byte offset where the
-// valid units end and the final scan state.
-func scanSegments(segs []mmap.Segment, st scanState) (int64, scanState) {
+// valid units end and the final scan state, or the error of a read. Files
+// that have a pread path (mmap.ReaderAt) are read in chunks rather than
+// through their fresh mappings: a restart recovers every queue, up to three
+// files each.
+func scanSegments(segs []mmap.Segment, st scanState) (int64, scanState, error) {
 	end := segs[0].Start
+	var buf []byte
 	for _, s := range segs {
-		n, next, stopped := scanUnits(s.File.Bytes(), st)
-		st = next
+		var n int
+		var stopped bool
+		if r, ok := mmap.ReaderAt(s.File); ok {
+			if buf == nil {
+				buf = make([]byte, scanChunkUnits*UnitSize)
+			}
+			var err error
+			if n, st, stopped, err = scanThrough(r, s.File.Size(), buf, st); err != nil {
+				return 0, st, fmt.Errorf("read %s: %w", s.File.Name(), err)
+			}
+		} else {
+			n, st, stopped = scanUnits(s.File.Bytes(), st)
+		}
 		end = s.Start + int64(n)*UnitSize
 		if stopped {
 			break
 		}
 	}
-	return end, st
+	return end, st, nil
+}
+
+// scanChunkUnits is how many units scanThrough reads at a time (256 KiB).
+const scanChunkUnits = 13107
+
+// scanThrough is scanUnits over the size bytes of a file read through r in
+// chunks of buf.
+func scanThrough(r io.ReaderAt, size int64, buf []byte, st scanState) (int, scanState, bool, error) {
+	total := 0
+	for off := int64(0); off < size; {
+		chunk := buf[:min(int64(len(buf)), size-off)]
+		got, err := r.ReadAt(chunk, off)
+		if err != nil && !(errors.Is(err, io.EOF) && got == len(chunk)) {
+			return total, st, true, err
+		}
+		n, next, stopped := scanUnits(chunk, st)
+		total, st = total+n, next
+		if stopped {
+			return total, st, true, nil
+		}
+		off += int64(got)
+	}
+	return total, st, false, nil
 }
 
 // firstRealLocked is the offset of the first unit that is not a filler (or
