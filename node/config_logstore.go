@@ -206,6 +206,20 @@ func (w *walStore) GetLog(index uint64, l *raft.Log) error {
 	return w.WAL.GetLog(index, l)
 }
 
+// GetLogType is raft-wal's GetLogType (the fork's: the entry's type without
+// its data, for Raft's start-up scan for configuration entries), with
+// GetLog's rule for an index below FirstIndex.
+func (w *walStore) GetLogType(index uint64) (raft.LogType, error) {
+	first, err := w.WAL.FirstIndex()
+	if err != nil {
+		return 0, err
+	}
+	if index < first {
+		return 0, raft.ErrLogNotFound
+	}
+	return w.WAL.GetLogType(index)
+}
+
 // Close closes the WAL, then its metadata file.
 func (w *walStore) Close() error {
 	return errors.Join(w.WAL.Close(), w.meta.Close())

@@ -81,6 +81,44 @@ func (s *state) getLog(index uint64) (*types.PooledBuffer, error) {
 	return seg.GetLog(index)
 }
 
+// peekLog is getLog for the first n bytes of the raw entry (raftmq fork, for
+// WAL.GetLogType).
+func (s *state) peekLog(index uint64, n int) ([]byte, error) {
+	if s.tail != nil {
+		b, err := peekSegment(s.tail, index, n)
+		if err != nil && err != ErrNotFound {
+			return nil, err
+		}
+		if err == nil {
+			return b, nil
+		}
+	}
+	seg, err := s.findSegmentReader(index)
+	if err != nil {
+		return nil, err
+	}
+	return peekSegment(seg, index, n)
+}
+
+// peekSegment reads the first n bytes of the raw entry at index from r, with
+// PeekLog where r has it.
+func peekSegment(r types.SegmentReader, index uint64, n int) ([]byte, error) {
+	if p, ok := r.(interface {
+		PeekLog(idx uint64, n int) ([]byte, error)
+	}); ok {
+		return p.PeekLog(index, n)
+	}
+	raw, err := r.GetLog(index)
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Close()
+	if len(raw.Bs) < n {
+		n = len(raw.Bs)
+	}
+	return append([]byte(nil), raw.Bs[:n]...), nil
+}
+
 // findSegmentReader searches the segment tree for the segment that contains the
 // log at index idx. It may return the tail segment which may not in fact
 // contain idx if idx is larger than the last written index. Typically this is

@@ -352,6 +352,43 @@ func (w *WAL) GetLog(index uint64, log *raft.Log) error {
 	return w.codec.Decode(raw.Bs, log)
 }
 
+// GetLogType returns the type of the log entry at index, reading only the
+// start of the entry (its index, term and type), not its data; a missing
+// entry is ErrNotFound, as for GetLog.
+//
+// raftmq fork: raft's start-up scan for configuration entries (raft.NewRaft)
+// asks for the type of every entry after the newest snapshot and reads whole
+// only the configuration entries; it used to read every entry whole, up to
+// hundreds of MiB at each start.
+func (w *WAL) GetLogType(index uint64) (raft.LogType, error) {
+	if _, ok := w.codec.(*BinaryCodec); !ok {
+		var l raft.Log
+		err := w.GetLog(index, &l)
+		return l.Type, err
+	}
+	if err := w.checkClosed(); err != nil {
+		return 0, err
+	}
+	s, release := w.acquireState()
+	defer release()
+	head, err := s.peekLog(index, 3*binary.MaxVarintLen64)
+	if err != nil {
+		return 0, err
+	}
+	var fields [3]uint64 // index, term, type: BinaryCodec's first three fields
+	for i := range fields {
+		v, n := binary.Uvarint(head)
+		if n <= 0 {
+			return 0, fmt.Errorf("%w: entry %d: undecodable header", ErrCorrupt, index)
+		}
+		fields[i], head = v, head[n:]
+	}
+	if fields[0] != index {
+		return 0, fmt.Errorf("%w: entry %d holds index %d", ErrCorrupt, index, fields[0])
+	}
+	return raft.LogType(fields[2]), nil
+}
+
 // StoreLog stores a log entry.
 func (w *WAL) StoreLog(log *raft.Log) error {
 	return w.StoreLogs([]*raft.Log{log})

@@ -626,6 +626,19 @@ func NewRaft(conf *Config, fsm FSM, logs LogStore, stable StableStore, snaps Sna
 	snapshotIndex, _ := r.getLastSnapshot()
 	lastappliedIndex := r.getLastApplied()
 	for index := max(snapshotIndex, lastappliedIndex) + 1; index <= lastLog.Index; index++ {
+		// raftmq fork: only configuration entries matter here; a store that
+		// can tell an entry's type without its data (LogTypeReader) is not
+		// made to read every entry whole.
+		if _, ok := r.logs.(LogTypeReader); ok {
+			t, err := logType(r.logs, index)
+			if err != nil {
+				r.logger.Error("failed to get log type", "index", index, "error", err)
+				panic(err)
+			}
+			if !isConfigurationType(t) {
+				continue
+			}
+		}
 		var entry Log
 		if err := r.logs.GetLog(index, &entry); err != nil {
 			r.logger.Error("failed to get log", "index", index, "error", err)

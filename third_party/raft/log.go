@@ -219,3 +219,30 @@ type CommitTrackingLogStore interface {
 	// When no commit index is found in the log store, return (0, nil).
 	GetCommitIndex() (uint64, error)
 }
+
+// LogTypeReader is a LogStore that can tell the type of an entry without
+// reading its data. raftmq fork: NewRaft's scan for configuration entries
+// reads whole only the entries of a configuration type when the store has
+// it (raft-wal's fork and LogCache do).
+type LogTypeReader interface {
+	// GetLogType returns the type of the entry at index; a missing entry is
+	// ErrLogNotFound, as for GetLog.
+	GetLogType(index uint64) (LogType, error)
+}
+
+// logType is the type of the entry at index in logs: with GetLogType where
+// logs has it, else from GetLog. raftmq fork.
+func logType(logs LogStore, index uint64) (LogType, error) {
+	if t, ok := logs.(LogTypeReader); ok {
+		return t.GetLogType(index)
+	}
+	var l Log
+	err := logs.GetLog(index, &l)
+	return l.Type, err
+}
+
+// isConfigurationType reports whether entries of type t change the
+// configuration (processConfigurationLogEntry). raftmq fork.
+func isConfigurationType(t LogType) bool {
+	return t == LogConfiguration || t == LogAddPeerDeprecated || t == LogRemovePeerDeprecated
+}

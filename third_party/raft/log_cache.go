@@ -59,6 +59,18 @@ func (c *LogCache) GetLog(idx uint64, log *Log) error {
 	return c.store.GetLog(idx, log)
 }
 
+// GetLogType is LogTypeReader's: from the cache, else from the store (its
+// GetLogType if it has one, else its GetLog). raftmq fork.
+func (c *LogCache) GetLogType(idx uint64) (LogType, error) {
+	c.l.RLock()
+	cached := c.cache[idx%uint64(len(c.cache))]
+	c.l.RUnlock()
+	if cached != nil && cached.Index == idx {
+		return cached.Type, nil
+	}
+	return logType(c.store, idx)
+}
+
 func (c *LogCache) StoreLog(log *Log) error {
 	return c.StoreLogs([]*Log{log})
 }

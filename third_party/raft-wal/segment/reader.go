@@ -59,6 +59,38 @@ func (r *Reader) GetLog(idx uint64) (*types.PooledBuffer, error) {
 	return payload, err
 }
 
+// PeekLog returns a copy of the first n bytes of the raw log entry at idx
+// (all of it when it is shorter), read without the rest of the entry.
+//
+// raftmq fork: for WAL.GetLogType, which decodes an entry's index, term and
+// type without reading its data.
+func (r *Reader) PeekLog(idx uint64, n int) ([]byte, error) {
+	offset, err := r.findFrameOffset(idx)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, frameHeaderLen+n)
+	got, err := r.rf.ReadAt(buf, int64(offset))
+	if errors.Is(err, io.EOF) && got >= frameHeaderLen {
+		err, buf = nil, buf[:got]
+	}
+	if err != nil {
+		return nil, err
+	}
+	fh, err := readFrameHeader(buf)
+	if err != nil {
+		return nil, err
+	}
+	if int(fh.len) < n {
+		n = int(fh.len)
+	}
+	end := frameHeaderLen + n
+	if end > len(buf) {
+		return nil, fmt.Errorf("%w: entry %d: a frame of %d bytes at %d runs past the end of the segment", types.ErrCorrupt, idx, fh.len, offset)
+	}
+	return buf[frameHeaderLen:end], nil
+}
+
 func (r *Reader) readFrame(offset uint32) (frameHeader, *types.PooledBuffer, error) {
 	buf := r.makeBuffer()
 

@@ -255,6 +255,22 @@ func (w *Writer) GetLog(idx uint64) (*types.PooledBuffer, error) {
 	return w.r.GetLog(idx)
 }
 
+// PeekLog is Reader.PeekLog (raftmq fork).
+func (w *Writer) PeekLog(idx uint64, n int) ([]byte, error) {
+	if r, ok := w.r.(*Reader); ok {
+		return r.PeekLog(idx, n)
+	}
+	raw, err := w.r.GetLog(idx)
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Close()
+	if len(raw.Bs) < n {
+		n = len(raw.Bs)
+	}
+	return append([]byte(nil), raw.Bs[:n]...), nil
+}
+
 // Append adds one or more entries. It must not return until the entries are
 // durably stored otherwise raft's guarantees will be compromised.
 func (w *Writer) Append(entries []types.LogEntry) error {
