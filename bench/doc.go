@@ -10,6 +10,10 @@
 //	                                    # only the kill -9 restart matrix: a single
 //	                                    # node and a follower after 1, 4 and 16 GiB
 //	                                    # of 1 KiB and of 1 MiB messages (≈ 25 min)
+//	go run ./bench -rows '^$' -steps restarts -kill-cases 'single node, 1 KiB' -kill-sizes 1024,4096 -keep
+//	                                    # one column of it, at 1 and 4 GiB; the kept
+//	                                    # node logs (info level) show each restart's
+//	                                    # phases
 //
 // The rows run on the node's default Raft log store (raft-wal); -boltdb
 // (on by default in a full run) repeats the storage-bound rows on

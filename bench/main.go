@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,6 +35,8 @@ type options struct {
 	Rows        *regexp.Regexp // only the A/B rows whose name matches (nil: all)
 	GroupCommit string         // TOML lines of raftmq's [group_commit] table (raftmq only: the Raft settings stay shared)
 	Steps       string         // comma-separated extra steps: halfmax,profile,consume,restart,restarts,scan ("all": every one)
+	KillSizes   []int64        // the restart matrix's sizes (nil: 1, 4 and 16 GiB; -quick 8 and 32 MiB)
+	KillCases   *regexp.Regexp // only the restart matrix's columns whose name matches (nil: all)
 	Args        []string       // the command line, for the report
 	Log         io.Writer      // progress
 }
@@ -59,6 +62,8 @@ func main() {
 	steps := flag.String("steps", "", "extra steps after the A/B rows, comma-separated: halfmax,profile,consume,restart,restarts (kill -9 after 1, 4 and 16 GiB), scan (abnormal recovery scan vs read+CRC32C), all or none (default all; none with -rows)")
 	gc := flag.String("group-commit", "", "TOML body of the raftmq nodes' [group_commit] table, e.g. 'max_in_flight = 32' (raftmq only)")
 	render := flag.String("render", "", "only re-render performance.md from this performance.json (after editing bench/notes.md)")
+	killSizes := flag.String("kill-sizes", "", "the restart matrix's sizes in MiB, comma-separated (default 1024,4096,16384; -quick 8,32)")
+	killCases := flag.String("kill-cases", "", "only the restart matrix's columns whose name matches this regexp, e.g. 'single node, 1 KiB'")
 	flag.Parse()
 	if *render != "" {
 		if err := rerender(*render); err != nil {
@@ -87,6 +92,24 @@ func main() {
 	}
 	if *steps != "" {
 		o.Steps = *steps
+	}
+	if *killSizes != "" {
+		for _, f := range strings.Split(*killSizes, ",") {
+			mib, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+			if err != nil || mib <= 0 {
+				fmt.Fprintf(os.Stderr, "bench: -kill-sizes: %q is not a positive number of MiB\n", f)
+				os.Exit(2)
+			}
+			o.KillSizes = append(o.KillSizes, mib<<20)
+		}
+	}
+	if *killCases != "" {
+		re, err := regexp.Compile(*killCases)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -kill-cases:", err)
+			os.Exit(2)
+		}
+		o.KillCases = re
 	}
 	o.Keep, o.Out, o.Args = *keep, *out, os.Args[1:]
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

@@ -31,6 +31,9 @@ const (
 // restartSizes is how much the matrix writes before each kill: 1, 4 and 16
 // GiB, or 8 and 32 MiB in a quick run.
 func (o options) restartSizes() []int64 {
+	if o.KillSizes != nil {
+		return o.KillSizes
+	}
 	if o.Quick {
 		return []int64{8 << 20, 32 << 20}
 	}
@@ -60,6 +63,9 @@ func (c restartCase) String() string {
 // size once. Each column's data is removed before the next.
 func (r *runner) restartMatrix(ctx context.Context, rep *report) error {
 	for _, c := range []restartCase{{1, 1 << 10}, {3, 1 << 10}, {1, 1 << 20}, {3, 1 << 20}} {
+		if r.o.KillCases != nil && !r.o.KillCases.MatchString(c.String()) {
+			continue
+		}
 		rows, err := r.restartColumn(ctx, c)
 		if err != nil {
 			return fmt.Errorf("restart matrix, %v: %w", c, err)
@@ -78,7 +84,9 @@ func (r *runner) restartColumn(ctx context.Context, c restartCase) ([]Row, error
 	if !r.o.Keep {
 		defer os.RemoveAll(dir)
 	}
-	args := []string{"--log-level", "warn"}
+	// Info: the logs (-keep) then show each restart's phases (recovery,
+	// Raft's start-up, the first barrier).
+	args := []string{"--log-level", "info"}
 	if toml := r.o.storeTOML(); toml != "" {
 		conf := filepath.Join(dir, "store.toml")
 		if err := os.WriteFile(conf, []byte(toml), 0o644); err != nil {
