@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/raftmq/raftmq/internal/nodeproc"
@@ -45,7 +47,7 @@ func (r *runner) baseline(ctx context.Context, rep *report) error {
 	defer cancel()
 	r.logf("starting 3-node raftmq cluster at %s", r.o.Baseline)
 	base, err := nodeproc.StartCluster(sctx, nodeproc.Binaries{Node: bin, CLI: r.bin.CLI},
-		nodeproc.ClusterOptions{N: 3, Dir: dir, Args: []string{"--log-level", "warn"}, NoAnnounce: true})
+		nodeproc.ClusterOptions{N: 3, Dir: dir, Args: []string{"--log-level", "warn"}, NoAnnounce: true, NoRemotingFlags: !hasFlag(bin, "--remoting-addr")})
 	if err != nil {
 		return fmt.Errorf("baseline cluster at %s: %w", r.o.Baseline, err)
 	}
@@ -120,4 +122,11 @@ func (r *runner) buildRevision(ctx context.Context, rev string) (string, error) 
 		return "", fmt.Errorf("build %s: %w: %s", rev, err, out)
 	}
 	return bin, nil
+}
+
+// hasFlag reports whether the node binary bin lists flag in its -h output
+// (a baseline may predate it).
+func hasFlag(bin, flag string) bool {
+	out, _ := exec.Command(bin, "-h").CombinedOutput() // -h exits 0 or 2 depending on the version
+	return bytes.Contains(out, []byte("-"+strings.TrimLeft(flag, "-")+" "))
 }

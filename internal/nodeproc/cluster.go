@@ -41,6 +41,8 @@ type ClusterOptions struct {
 	// Remoting gives every node a RocketMQ broker and name-server address
 	// (free ports); without it both are off.
 	Remoting bool
+	// NoRemotingFlags: the nodes predate --remoting-addr (Spec).
+	NoRemotingFlags bool
 }
 
 // portsPerNode is how many ports clusterSpecs takes for each node.
@@ -218,7 +220,7 @@ func clusterSpecs(opts ClusterOptions) ([]Spec, error) {
 		id := "n" + strconv.Itoa(i+1)
 		addr := func(k int) string { return net.JoinHostPort(host, strconv.Itoa(ports[k])) }
 		specs[i] = Spec{ID: id, Dir: filepath.Join(opts.Dir, id), RaftAddr: addr(0), APIAddr: addr(1), HTTPAddr: addr(2),
-			Bootstrap: true, Env: opts.Env, Args: opts.Args, HTTPTLS: opts.HTTPTLS}
+			Bootstrap: true, Env: opts.Env, Args: opts.Args, HTTPTLS: opts.HTTPTLS, NoRemotingFlags: opts.NoRemotingFlags}
 		if opts.Remoting {
 			specs[i].RemotingAddr, specs[i].NamesrvAddr = addr(3), addr(4)
 		}

@@ -39,14 +39,17 @@ type Spec struct {
 	// addresses; "" passes them as "" (off), so that nodes sharing a host
 	// do not all bind the defaults.
 	RemotingAddr, NamesrvAddr string
-	Bootstrap                 bool
-	Peers                     string   // "n1=addr,n2=addr,..." (raft addrs), with Bootstrap
-	Join                      string   // API address of any member
-	Prefix                    []string // command prefix, e.g. {"ip","netns","exec","ns1"}
-	Env                       []string // extra environment (RAFTMQ_*)
-	Args                      []string // extra flags
-	LogPath                   string   // stdout+stderr appended here (default Dir+".log")
-	WorkDir                   string   // working directory of the process (default: the caller's)
+	// NoRemotingFlags leaves --remoting-addr and --namesrv-addr out: for a
+	// node built before they existed (the bench's -baseline 84a99e6).
+	NoRemotingFlags bool
+	Bootstrap       bool
+	Peers           string   // "n1=addr,n2=addr,..." (raft addrs), with Bootstrap
+	Join            string   // API address of any member
+	Prefix          []string // command prefix, e.g. {"ip","netns","exec","ns1"}
+	Env             []string // extra environment (RAFTMQ_*)
+	Args            []string // extra flags
+	LogPath         string   // stdout+stderr appended here (default Dir+".log")
+	WorkDir         string   // working directory of the process (default: the caller's)
 	// Bare passes none of the ID, Dir, address, Bootstrap, Peers and Join
 	// flags: the node runs on its defaults (or Env/Args), and the address
 	// fields only tell the harness where it listens.
@@ -84,7 +87,9 @@ func (s Spec) argv(nodeBin string) []string {
 	add("raft-addr", s.RaftAddr)
 	add("api-addr", s.APIAddr)
 	add("http-addr", s.HTTPAddr)
-	argv = append(argv, "--remoting-addr", s.RemotingAddr, "--namesrv-addr", s.NamesrvAddr)
+	if !s.NoRemotingFlags {
+		argv = append(argv, "--remoting-addr", s.RemotingAddr, "--namesrv-addr", s.NamesrvAddr)
+	}
 	if s.Bootstrap {
 		argv = append(argv, "--bootstrap")
 	}
