@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"sync/atomic"
@@ -15,10 +16,11 @@ import (
 
 // typedEntries stores n entries from index 1 whose types, sizes and data
 // come from rng: commands up to 200 KiB (larger than raft-wal's first read
-// of an entry), no-ops, barriers and configurations. It returns the types.
-func typedEntries(t *testing.T, st raft.LogStore, rng *rand.Rand, n int) map[uint64]raft.LogType {
+// of an entry: the fork's GetLog hands its own buffer to the log), no-ops,
+// barriers and configurations. It returns them by index.
+func typedEntries(t *testing.T, st raft.LogStore, rng *rand.Rand, n int) map[uint64]*raft.Log {
 	t.Helper()
-	types := map[uint64]raft.LogType{}
+	types := map[uint64]*raft.Log{}
 	conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: "a", Address: "a"}}}
 	for i := uint64(1); i <= uint64(n); i++ {
 		l := &raft.Log{Index: i, Term: 1 + i/50}
@@ -33,17 +35,20 @@ func typedEntries(t *testing.T, st raft.LogStore, rng *rand.Rand, n int) map[uin
 			l.Type, l.Data = raft.LogCommand, walEntry(i)
 			if rng.IntN(8) == 0 {
 				l.Data = make([]byte, 64<<10+rng.IntN(136<<10))
+				for j := range l.Data {
+					l.Data[j] = byte(rng.Uint32())
+				}
 			}
 		}
 		must(t, st.StoreLogs([]*raft.Log{l}))
-		types[i] = l.Type
+		types[i] = l
 	}
 	return types
 }
 
-// checkLogTypes checks GetLogType against the stored types and GetLog, and
-// that an index outside [first, last] is ErrLogNotFound.
-func checkLogTypes(t *testing.T, what string, st raft.LogStore, types map[uint64]raft.LogType) {
+// checkLogTypes checks GetLogType and GetLog against the stored entries,
+// and that an index outside [first, last] is ErrLogNotFound.
+func checkLogTypes(t *testing.T, what string, st raft.LogStore, types map[uint64]*raft.Log) {
 	t.Helper()
 	lt, ok := st.(raft.LogTypeReader)
 	if !ok {
@@ -53,11 +58,19 @@ func checkLogTypes(t *testing.T, what string, st raft.LogStore, types map[uint64
 	must(t, err)
 	last, err := st.LastIndex()
 	must(t, err)
+	var logs []raft.Log
 	for i := first; i <= last; i++ {
 		got, err := lt.GetLogType(i)
 		var l raft.Log
-		if err != nil || got != types[i] || st.GetLog(i, &l) != nil || l.Type != got {
-			t.Fatalf("%s: entry %d: GetLogType %v, %v; GetLog type %v; stored %v", what, i, got, err, l.Type, types[i])
+		if err != nil || got != types[i].Type || st.GetLog(i, &l) != nil || l.Type != got {
+			t.Fatalf("%s: entry %d: GetLogType %v, %v; GetLog type %v; stored %v", what, i, got, err, l.Type, types[i].Type)
+		}
+		logs = append(logs, l)
+	}
+	for _, l := range logs { // after every read: no log shares a buffer another read reused
+		if !bytes.Equal(l.Data, types[l.Index].Data) || l.Term != types[l.Index].Term {
+			t.Fatalf("%s: entry %d: GetLog gave %d bytes of data, term %d; stored %d bytes, term %d",
+				what, l.Index, len(l.Data), l.Term, len(types[l.Index].Data), types[l.Index].Term)
 		}
 	}
 	for _, i := range []uint64{first - 1, last + 1, last + 1000} {
@@ -71,7 +84,8 @@ func checkLogTypes(t *testing.T, what string, st raft.LogStore, types map[uint64
 }
 
 // TestRaftWALGetLogType: the raft-wal fork's GetLogType (the header of an
-// entry, not its data) answers what GetLog answers, in sealed segments and
+// entry, not its data) answers what GetLog answers, and GetLog gives every
+// entry's data (a large one in the buffer it was read into), in sealed segments and
 // in the tail, after a reopen (sealed segments read through their index
 // block), after compaction, and behind raft.LogCache.
 func TestRaftWALGetLogType(t *testing.T) {

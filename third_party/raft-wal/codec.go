@@ -74,7 +74,13 @@ func (c *BinaryCodec) Encode(l *raft.Log, w io.Writer) error {
 // allows the caller to manage allocation and re-use of the bytes and log
 // entry.
 func (c *BinaryCodec) Decode(bs []byte, l *raft.Log) error {
-	dec := decoder{buf: bs}
+	return c.decode(bs, l, false)
+}
+
+// decode is Decode; with alias the log's Data and Extensions are slices of
+// bs instead of copies (raftmq fork: for a buffer the caller hands over).
+func (c *BinaryCodec) decode(bs []byte, l *raft.Log, alias bool) error {
+	dec := decoder{buf: bs, alias: alias}
 	l.Index = dec.varint()
 	l.Term = dec.varint()
 	l.Type = raft.LogType(dec.varint())
@@ -123,8 +129,9 @@ func (e *encoder) time(t time.Time) {
 }
 
 type decoder struct {
-	buf []byte
-	err error
+	buf   []byte
+	err   error
+	alias bool // bytes slices buf instead of copying (raftmq fork)
 }
 
 func (d *decoder) varint() uint64 {
@@ -148,6 +155,11 @@ func (d *decoder) bytes() []byte {
 	if n > uint64(len(d.buf)) {
 		d.err = io.ErrShortBuffer
 		return nil
+	}
+	if d.alias {
+		bs := d.buf[:n:n]
+		d.buf = d.buf[n:]
+		return bs
 	}
 	bs := make([]byte, n)
 	copy(bs, d.buf[:n])

@@ -348,6 +348,15 @@ func (w *WAL) GetLog(index uint64, log *raft.Log) error {
 	w.metrics.IncrementCounter("log_entry_bytes_read", uint64(len(raw.Bs)))
 	defer raw.Close()
 
+	// raftmq fork: an entry larger than the reader's pooled buffers was read
+	// into a buffer of its own (no CloseFn): the log keeps that buffer
+	// instead of a copy of its data. Raft replays up to a snapshot
+	// interval of large entries at each start, and the copy (into fresh
+	// memory) was most of its cost.
+	if bc, ok := w.codec.(*BinaryCodec); ok && raw.CloseFn == nil {
+		return bc.decode(raw.Bs, log, true)
+	}
+
 	// Decode the log
 	return w.codec.Decode(raw.Bs, log)
 }
