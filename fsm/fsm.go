@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,6 +113,16 @@ func New(st *store.Store, cfg Config) *FSM {
 func (f *FSM) setStore(st *store.Store) {
 	f.st.Store(st)
 	f.lastTS = st.LastStoreTimestamp() // recovered: timestamps stay monotonic across restarts
+	f.mergeStoreMembers(st)
+}
+
+// mergeStoreMembers overlays the member addresses st holds (every
+// SetMemberMeta it applied) on the map: the store's are the newest a
+// node knows at start, before Raft gives it any entry.
+func (f *FSM) mergeStoreMembers(st *store.Store) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	maps.Copy(f.members, st.Members())
 }
 
 // Store returns the current store (it changes when a snapshot is restored).
@@ -252,8 +263,11 @@ func (f *FSM) execute(st *store.Store, h *store.EntryHeader, cmd *Command) (*App
 	case CmdSetDedup:
 		return &ApplyResponse{}, st.SetDedupConfig(*h, cmd.Dedup)
 	case CmdSetMemberMeta:
+		if err := st.SetMember(*h, cmd.MemberID, cmd.MemberAPIAddr); err != nil {
+			return nil, err
+		}
 		f.setMember(cmd.MemberID, cmd.MemberAPIAddr)
-		return &ApplyResponse{}, st.MarkApplied(*h)
+		return &ApplyResponse{}, nil
 	case CmdDeliverDue:
 		h.StoreTimestamp = max(cmd.LeaderTimestamp, f.lastTS)
 		h.StoreHost = cmd.LeaderHost
@@ -355,7 +369,9 @@ func (f *FSM) reopen() (*store.Store, error) {
 	return st, nil
 }
 
-// replayMember keeps the member map complete across restarts: a skipped
+// replayMember keeps the member map complete when Raft gives the FSM
+// entries the store already holds (a log older than the store's member
+// map, whose SetMemberMeta entries were recorded as no-ops): a skipped
 // SetMemberMeta entry still updates the in-memory map.
 func (f *FSM) replayMember(data []byte) {
 	if len(data) < 2 || CommandType(data[1]) != CmdSetMemberMeta {
@@ -440,6 +456,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.members = h.Members
 	f.mu.Unlock()
 	st := f.Store()
+	f.mergeStoreMembers(st)
 	if f.cfg.OnRestore != nil {
 		f.cfg.OnRestore(st)
 	}

@@ -23,6 +23,10 @@ const (
 	// leader proposes it when its configured settings differ from the
 	// replicated ones.
 	SetDedup CommandType = 5
+	// SetMember records the client API address of a Raft server (the
+	// FSM's SetMemberMeta entry), so a restarted node knows its peers'
+	// addresses without replaying the Raft log.
+	SetMember CommandType = 6
 )
 
 func (t CommandType) String() string {
@@ -37,6 +41,8 @@ func (t CommandType) String() string {
 		return "UpdateTopic"
 	case SetDedup:
 		return "SetDedup"
+	case SetMember:
+		return "SetMember"
 	}
 	return fmt.Sprintf("CommandType(%d)", byte(t))
 }
@@ -52,6 +58,8 @@ type Command struct {
 	Commits []OffsetCommit
 	// Dedup of SetDedup.
 	Dedup DedupConfig
+	// MemberID and MemberAPIAddr of SetMember.
+	MemberID, MemberAPIAddr string
 }
 
 // Frame is the command frame of c: the payload of a commitlog frame of kind
@@ -74,6 +82,9 @@ func (c *Command) Frame() []byte {
 	case SetDedup:
 		b = binary.BigEndian.AppendUint32(b, uint32(c.Dedup.Window))
 		b = binary.BigEndian.AppendUint64(b, uint64(c.Dedup.Expiry))
+	case SetMember:
+		b = appendString(b, c.MemberID)
+		b = appendString(b, c.MemberAPIAddr)
 	}
 	return b
 }
@@ -98,6 +109,8 @@ func DecodeFrame(frame []byte) (Command, error) {
 		if d.err == nil && c.Dedup.Validate() != nil {
 			d.err = ErrMalformed
 		}
+	case SetMember:
+		c.MemberID, c.MemberAPIAddr = d.str(), d.str()
 	default:
 		return Command{}, fmt.Errorf("%w: command type %d", ErrMalformed, frame[0])
 	}
@@ -133,6 +146,8 @@ func (m *Meta) ApplyCommand(c *Command) {
 		}
 	case SetDedup:
 		m.Producers.Config = c.Dedup
+	case SetMember:
+		m.Members[c.MemberID] = c.MemberAPIAddr
 	}
 }
 

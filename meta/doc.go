@@ -1,14 +1,17 @@
 // Package meta is the store's metadata and the admin commands that change
-// it: topics, consumer offsets and the queue table (the next queue offset of
-// every queue). The store keeps one Meta in memory, saves its encoding in
-// the checkpoint and in snapshots, and between checkpoints rebuilds it from
-// the command frames and message records of the commitlog.
+// it: topics, consumer offsets, the queue table (the next queue offset of
+// every queue), the producer table, delayed delivery's progress and the
+// member map (each Raft server's client API address). The store keeps one
+// Meta in memory, saves its encoding in the checkpoint and in snapshots,
+// and between checkpoints rebuilds it from the command frames and message
+// records of the commitlog.
 //
 // It is the one owner of the admin commands (Command: CreateTopic,
-// UpdateTopic, DeleteTopic, CommitOffsets) in both places they are stored:
-// as a commitlog command frame (Frame, DecodeFrame) and as the body of a
-// Raft log entry (AppendEntryBody, DecodeEntryBody, with the entry's own
-// type numbers: EntryType, CommandOfEntry). The two layouts predate this
+// UpdateTopic, DeleteTopic, CommitOffsets, SetDedup; SetMember's Raft entry
+// is the FSM's) in both places they are stored: as a commitlog command
+// frame (Frame, DecodeFrame) and as the body of a Raft log entry
+// (AppendEntryBody, DecodeEntryBody, with the entry's own type numbers:
+// EntryType, CommandOfEntry). The two layouts predate this
 // package and stay byte for byte as they were.
 //
 // # Contract

@@ -47,20 +47,22 @@ type Meta struct {
 	Queues    map[QueueKey]int64 // next queue offset per queue
 	Producers *Producers         // idempotent producers' windows (producers.go)
 	Timer     Timer              // delayed delivery's progress (timer.go)
+	Members   map[string]string  // Raft server id → client API address
 }
 
 // New returns an empty Meta with the default dedup settings.
 func New() *Meta {
 	return &Meta{Topics: map[string]TopicConfig{}, Offsets: map[OffsetKey]int64{}, Queues: map[QueueKey]int64{},
-		Producers: newProducers(DefaultDedupConfig()), Timer: newTimer()}
+		Producers: newProducers(DefaultDedupConfig()), Timer: newTimer(), Members: map[string]string{}}
 }
 
 // Meta encoding versions: 1 has no producer table and no timer (it decodes
 // as an empty table with the default settings and no delivery yet); 2
-// appends them.
+// appends them; 3 appends the member map (2 decodes with none).
 const (
 	version1 = 1
-	version  = 2
+	version2 = 2
+	version  = 3
 )
 
 // Encode returns the encoding of m (deterministic: maps in sorted order).
@@ -70,7 +72,23 @@ func (m *Meta) Encode() []byte {
 	b = m.appendQueues(b)
 	b = m.appendOffsets(b)
 	b = m.Producers.appendProducers(b)
-	return m.Timer.append(b)
+	b = m.Timer.append(b)
+	return m.appendMembers(b)
+}
+
+// appendMembers: count, then (str id, str apiAddr) sorted by id.
+func (m *Meta) appendMembers(b []byte) []byte {
+	ids := make([]string, 0, len(m.Members))
+	for id := range m.Members {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(ids)))
+	for _, id := range ids {
+		b = appendString(b, id)
+		b = appendString(b, m.Members[id])
+	}
+	return b
 }
 
 func (m *Meta) appendTopics(b []byte) []byte {
@@ -135,7 +153,7 @@ func Decode(b []byte) (*Meta, error) {
 	}
 	d := decoder{b: b}
 	v := d.u8()
-	if v != version && v != version1 {
+	if v < version1 || v > version {
 		return nil, fmt.Errorf("%w: meta version %d", ErrMalformed, v)
 	}
 	for n := d.count(); n > 0 && d.err == nil; n-- {
@@ -150,9 +168,15 @@ func Decode(b []byte) (*Meta, error) {
 		k := d.offsetKey()
 		m.Offsets[k] = int64(d.u64())
 	}
-	if v == version && d.err == nil {
+	if v >= version2 && d.err == nil {
 		m.Producers = d.producers()
 		m.Timer = d.timer()
+	}
+	if v >= version && d.err == nil {
+		for n := d.count(); n > 0 && d.err == nil; n-- {
+			id := d.str()
+			m.Members[id] = d.str()
+		}
 	}
 	if d.err != nil || len(d.b) != 0 {
 		return nil, fmt.Errorf("%w: meta", ErrMalformed)

@@ -26,6 +26,8 @@ func sample() *Meta {
 	m.Timer.UpTo = 5000
 	m.Timer.Done[7] = 9
 	m.Timer.Delivered = 3
+	m.Members["n2"] = "h:2"
+	m.Members["n1"] = "h:1"
 	return m
 }
 
@@ -35,7 +37,7 @@ func TestMetaGolden(t *testing.T) {
 	const v1 = "01" + "00000002" + "000161" + "00000001" + "00000004" + "000162" + "00000002" + "00000006" +
 		"00000002" + "000161" + "00000000" + "0000000000000003" + "000162" + "00000001" + "0000000000000007" +
 		"00000001" + "000167" + "000161" + "00000000" + "0000000000000002"
-	want := "02" + "00000002" + "000161" + "00000001" + "00000004" + "000162" + "00000002" + "00000006" +
+	v2 := "02" + "00000002" + "000161" + "00000001" + "00000004" + "000162" + "00000002" + "00000006" +
 		"00000002" + "000161" + "00000000" + "0000000000000003" + "000162" + "00000001" + "0000000000000007" +
 		"00000001" + "000167" + "000161" + "00000000" + "0000000000000002" +
 		"00001000" + "000000000036ee80" + // dedup window 4096, expiry 1 h
@@ -43,6 +45,7 @@ func TestMetaGolden(t *testing.T) {
 		"0000000000000024" + strings.Repeat("0000000000000000", 63) + // sequences 2 and 5 stored
 
 		"0000000000001388" + "0000000000000003" + "00000001" + "00000007" + "0000000000000009" // timer: up to 5000, 3 delivered, bucket 7 done below 9
+	want := "03" + v2[2:] + "00000002" + "00026e31" + "0003683a31" + "00026e32" + "0003683a32" // members n1 → h:1, n2 → h:2
 	got := hex.EncodeToString(sample().Encode())
 	if got != want {
 		t.Fatalf("encoding\n got %s\nwant %s", got, want)
@@ -58,8 +61,17 @@ func TestMetaGolden(t *testing.T) {
 	want1 := sample()
 	want1.Producers = newProducers(DefaultDedupConfig())
 	want1.Timer = newTimer()
+	want1.Members = map[string]string{}
 	if err != nil || !reflect.DeepEqual(m, want1) {
 		t.Fatalf("decode of version 1: %v %+v", err, m)
+	}
+	// A version 2 encoding (before the member map) decodes with none.
+	old, _ = hex.DecodeString(v2)
+	m, err = Decode(old)
+	want2 := sample()
+	want2.Members = map[string]string{}
+	if err != nil || !reflect.DeepEqual(m, want2) {
+		t.Fatalf("decode of version 2: %v %+v", err, m)
 	}
 	if m, err := Decode(nil); err != nil || len(m.Topics) != 0 {
 		t.Fatalf("decode of nothing: %v %+v", err, m)
@@ -78,6 +90,7 @@ func TestCommandFramesGolden(t *testing.T) {
 			"03" + "00000001" + "000167" + "000174" + "00000001" + "0000000000000009"},
 		{frame(UpdateTopic, TopicConfig{Name: "t", Queues: 8}, nil), "04" + "000174" + "00000008" + "00000000"},
 		{(&Command{Type: SetDedup, Dedup: DedupConfig{Window: 64, Expiry: 90_000}}).Frame(), "05" + "00000040" + "0000000000015f90"},
+		{(&Command{Type: SetMember, MemberID: "n1", MemberAPIAddr: "h:1"}).Frame(), "06" + "00026e31" + "0003683a31"},
 	} {
 		if got := hex.EncodeToString(c.frame); got != c.want {
 			t.Errorf("frame\n got %s\nwant %s", got, c.want)
@@ -94,6 +107,8 @@ func TestApply(t *testing.T) {
 		frame(UpdateTopic, TopicConfig{Name: "missing", Queues: 8}, nil),
 		frame(CommitOffsets, TopicConfig{}, []OffsetCommit{{Group: "g", Topic: "u", QueueID: 0, Offset: 5}}),
 		frame(DeleteTopic, TopicConfig{Name: "u"}, nil),
+		(&Command{Type: SetMember, MemberID: "n1", MemberAPIAddr: "h:1"}).Frame(),
+		(&Command{Type: SetMember, MemberID: "n1", MemberAPIAddr: "h:9"}).Frame(),
 	} {
 		if err := m.Apply(f); err != nil {
 			t.Fatalf("apply %x: %v", f, err)
@@ -101,6 +116,7 @@ func TestApply(t *testing.T) {
 	}
 	want := New()
 	want.Topics["t"] = TopicConfig{Name: "t", Queues: 8, Perm: 6}
+	want.Members["n1"] = "h:9" // the last address recorded wins
 	if !reflect.DeepEqual(m, want) {
 		t.Fatalf("got %+v, want %+v", m, want)
 	}
@@ -155,6 +171,7 @@ func FuzzApply(f *testing.F) {
 	f.Add(frame(UpdateTopic, TopicConfig{Name: "a", Queues: 3}, nil))
 	f.Add(frame(DeleteTopic, TopicConfig{Name: "a"}, nil))
 	f.Add(frame(CommitOffsets, TopicConfig{}, []OffsetCommit{{Group: "g", Topic: "a", QueueID: 0, Offset: 5}}))
+	f.Add((&Command{Type: SetMember, MemberID: "n1", MemberAPIAddr: "h:1"}).Frame())
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		m := sample()
 		err := m.Apply(frame)
@@ -255,6 +272,7 @@ func FuzzDecodeFrame(f *testing.F) {
 	for _, c := range sampleCommands() {
 		f.Add(c.Frame())
 	}
+	f.Add((&Command{Type: SetMember, MemberID: "n1", MemberAPIAddr: "h:1"}).Frame())
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		c, err := DecodeFrame(frame)
 		if err != nil {

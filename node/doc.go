@@ -58,11 +58,13 @@
 // # Member API addresses
 //
 // Raft addresses stay pure. A server's client API address is replicated with
-// a SetMemberMeta command applied by the FSM into an in-memory map: the
-// leader announces its own after every election, and Join announces the
-// joiner's. The map is carried in snapshot headers and seeded at start from
-// the newest local snapshot, and skipped (replayed) entries still update it,
-// so a restarted follower knows where to forward. A member that did not
+// a SetMemberMeta command the FSM applies to the store's meta (a SetMember
+// command frame) and to an in-memory map: the leader announces its own
+// after every election, and Join announces the joiner's. The store keeps
+// the map across restarts, snapshot headers carry it, it is seeded at start
+// from the newest local snapshot too (for stores older than the member
+// map), and skipped (replayed) entries still update it, so a restarted
+// follower knows where to forward. A member that did not
 // join through Join (bootstrapped, or restarted with a new API address)
 // announces itself: it sends Join for its own id and Raft address through
 // its API server, which forwards it to the leader (announceLoop).

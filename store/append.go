@@ -504,6 +504,16 @@ func (s *Store) CommitOffsets(h EntryHeader, commits []OffsetCommit) error {
 	})
 }
 
+// SetMember records the client API address of a Raft server in the
+// store's meta (Members), so a restarted node has it without a replay of
+// the Raft log. The last address recorded for an id wins.
+func (s *Store) SetMember(h EntryHeader, id, apiAddr string) error {
+	if len(id) > meta.MaxStringBytes || len(apiAddr) > meta.MaxStringBytes {
+		return fmt.Errorf("%w: member id or address longer than %d bytes", ErrBadCommand, meta.MaxStringBytes)
+	}
+	return s.command(h, (&meta.Command{Type: meta.SetMember, MemberID: id, MemberAPIAddr: apiAddr}).Frame(), func() error { return nil })
+}
+
 // MarkApplied records an entry that changes no state (no-op, rejected
 // command) so appliedIndex still advances durably.
 func (s *Store) MarkApplied(h EntryHeader) error {

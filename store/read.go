@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -429,6 +430,14 @@ func (s *Store) Topics() []TopicConfig {
 	s.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// Members returns a copy of the Raft server id → client API address map
+// (SetMember).
+func (s *Store) Members() map[string]string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return maps.Clone(s.meta.Members)
 }
 
 // Topic returns one topic's configuration.
