@@ -269,7 +269,8 @@ func checkGroup(ctx context.Context, cl *client.Client, group string, v *groupVi
 	return nil
 }
 
-// scrapeCounter reads one unlabelled counter from a node's /metrics.
+// scrapeCounter reads one series from a node's /metrics: a counter's name,
+// with its labels as exposed when it has any (name{label="value"}).
 func scrapeCounter(ctx context.Context, p *nodeproc.Proc, name string) (float64, error) {
 	body, err := p.Get(ctx, "/metrics")
 	if err != nil {

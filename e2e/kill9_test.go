@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/internal/nodeproc"
+	"github.com/raftmq/raftmq/node"
 )
 
 // TestKill9Restart: a follower SIGKILLed while acknowledged sends stream
@@ -20,6 +22,8 @@ import (
 // through abnormal recovery (its log says so), serves again, and every
 // acknowledged message is consumed back once, at its queue and offset,
 // byte-identical; the replicas then verify byte-identical (raftmq verify).
+// Raft starts after the entries the recovered store holds, so it gives the
+// FSM none of them again.
 // The time to serving is logged, not judged: the bench's restart matrix
 // measures it (go run ./bench -rows '^$' -steps restarts).
 func TestKill9Restart(t *testing.T) {
@@ -76,9 +80,21 @@ func kill9Restart(t *testing.T, nodes int) {
 	}
 	t.Logf("%d-node cluster: %s killed with %d of %d sends acknowledged, serving again after %v",
 		nodes, victim.Spec().ID, inFlight, sends, time.Since(started).Round(time.Millisecond))
-	if recovered := lastStartLines(t, victim); !bytes.Contains(recovered, []byte("mode=abnormal")) {
+	recovered := lastStartLines(t, victim)
+	if !bytes.Contains(recovered, []byte("mode=abnormal")) {
 		t.Fatalf("%s's restart did not recover abnormally; its log since the start:\n%s", victim.Spec().ID, recovered)
 	}
+	// Raft started after the entries the recovered store holds: none was
+	// read again for the FSM to skip.
+	if !bytes.Contains(recovered, []byte("the FSM holds the log up to an index; starting after it")) {
+		t.Fatalf("%s's Raft did not start after the store's applied entry; its log since the start:\n%s", victim.Spec().ID, recovered)
+	}
+	if skipped, err := scrapeCounter(ctx, victim, `raftmq_fsm_entries_total{outcome="skipped"}`); err != nil || skipped != 0 {
+		t.Fatalf("%s after its restart: %v entries given to the FSM and skipped (%v), want 0", victim.Spec().ID, skipped, err)
+	}
+	// What those entries announced it knows from its store: every
+	// member's API address.
+	checkMemberAddrs(t, ctx, c, victim)
 
 	r := <-produced
 	acks := readAckFile(t, ackPath)
@@ -94,6 +110,29 @@ func kill9Restart(t *testing.T, nodes int) {
 	got := consumeChecked(t, ctx, c, checked, 1024, acks)
 	t.Logf("%d acknowledged (%d unknown), %d consumed back byte-identical", len(acks)-unknown, unknown, got)
 	verifyReplicas(t, ctx, c)
+}
+
+// checkMemberAddrs: p's /status gives every node of c with its API
+// address.
+func checkMemberAddrs(t *testing.T, ctx context.Context, c *nodeproc.Cluster, p *nodeproc.Proc) {
+	t.Helper()
+	body, err := p.Get(ctx, "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st node.StatusJSON
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatalf("%s /status: %v: %s", p.Spec().ID, err, body)
+	}
+	got := map[string]string{}
+	for _, m := range st.Members {
+		got[m.ID] = m.APIAddr
+	}
+	for _, n := range c.Nodes {
+		if got[n.Spec().ID] != n.Spec().APIAddr {
+			t.Fatalf("%s /status gives %s's API address as %q, want %q (members %+v)", p.Spec().ID, n.Spec().ID, got[n.Spec().ID], n.Spec().APIAddr, st.Members)
+		}
+	}
 }
 
 // ackLines is how many sends the --ack-log file at path has settled.

@@ -10,7 +10,10 @@
 // (<dir>/raft/snapshots, retain 2: local snapshots hard-link the store's
 // segments, so the store must be on the same file system or its segments
 // are copied) and the TCP transport, and starts Raft with
-// NoSnapshotRestoreOnStart. A node without Raft state bootstraps: from --peers
+// NoSnapshotRestoreOnStart and, through the raft fork's AppliedOnStart, with
+// the store's applied entry as applied: Raft reads no entry the recovered
+// store holds again (after kill -9 too, wherever the last snapshot is) and
+// gives the FSM only the entries after it. A node without Raft state bootstraps: from --peers
 // with --bootstrap, or alone when it has neither peers nor --join (so a bare
 // raftmq-node is a working single-node cluster). With --join it asks the
 // member at that API address (gRPC Join) to add it, retrying until the

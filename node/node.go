@@ -180,7 +180,12 @@ func (n *Node) onFatal(err error) {
 }
 
 func (n *Node) raftConfig() *raft.Config {
-	return BuildRaftConfig(n.cfg, newPeerLogger(n.log.Named("raft")))
+	rc := BuildRaftConfig(n.cfg, newPeerLogger(n.log.Named("raft")))
+	// The store recovered itself up to its applied entry: Raft starts after
+	// it instead of reading every entry since the last snapshot for the FSM
+	// to skip (the member map those entries set is in the store's meta).
+	rc.AppliedOnStart = func() (uint64, uint64) { return n.fsm.Store().Applied() }
+	return rc
 }
 
 // BuildRaftConfig is the hashicorp/raft configuration a node with cfg runs. The
@@ -391,10 +396,9 @@ func (n *Node) Close() error {
 }
 
 // snapshotOnShutdown takes a Raft snapshot before a graceful stop. A local
-// snapshot costs O(metadata) (node/snapstore links segments), and with
-// NoSnapshotRestoreOnStart Raft resumes from it: without one, a restarted
-// node re-reads every entry since the last snapshot from the Raft log just
-// for the FSM to skip it (up to SnapshotThreshold entries of up to 1 MiB).
+// snapshot costs O(metadata) (node/snapstore links segments); it lets Raft
+// compact its log and start from it even when the store's applied entry
+// cannot be used (AppliedOnStart: a log that lost its tail).
 func (n *Node) snapshotOnShutdown() {
 	if n.raft == nil {
 		return

@@ -230,6 +230,11 @@ type Raft struct {
 	// RestoreCommittedLogs is used to enable restore committed logs mode
 	// restore committed logs mode is disabled if set to false.
 	RestoreCommittedLogs bool
+
+	// raftmq fork: the index and term runFSM starts from when
+	// Config.AppliedOnStart skipped the entries the FSM already holds
+	// (written before runFSM starts, read only by it).
+	fsmStartIndex, fsmStartTerm uint64
 }
 
 // BootstrapCluster initializes a server's storage with the given cluster
@@ -652,6 +657,12 @@ func NewRaft(conf *Config, fsm FSM, logs LogStore, stable StableStore, snaps Sna
 		"index", r.configurations.latestIndex,
 		"servers", hclog.Fmt("%+v", r.configurations.latest.Servers))
 
+	// raftmq fork: after the configuration scan, which must still see the
+	// configuration entries the FSM holds.
+	if conf.AppliedOnStart != nil {
+		r.startFromFSMApplied(conf.AppliedOnStart, lastLog.Index)
+	}
+
 	// Setup a heartbeat fast-path to avoid head-of-line
 	// blocking where possible. It MUST be safe for this
 	// to be called concurrently with a blocking RPC.
@@ -665,6 +676,38 @@ func NewRaft(conf *Config, fsm FSM, logs LogStore, stable StableStore, snaps Sna
 	r.goFunc(r.runFSM)
 	r.goFunc(r.runSnapshots)
 	return r, nil
+}
+
+// startFromFSMApplied (raftmq fork) takes the last entry the FSM's durable
+// state holds as applied, when the log after the newest snapshot has it
+// with the same term (see Config.AppliedOnStart).
+func (r *Raft) startFromFSMApplied(applied func() (uint64, uint64), lastLogIndex uint64) {
+	index, term := applied()
+	if index <= r.getLastApplied() {
+		return
+	}
+	if index > lastLogIndex {
+		r.logger.Warn("the FSM holds entries beyond the log; replaying from the snapshot",
+			"fsm-index", index, "last-log-index", lastLogIndex)
+		return
+	}
+	var entry Log
+	if err := r.logs.GetLog(index, &entry); err != nil || entry.Term != term {
+		r.logger.Warn("the FSM's last entry is not the log's; replaying from the snapshot",
+			"fsm-index", index, "fsm-term", term, "log-term", entry.Term, "error", err)
+		return
+	}
+	r.logger.Info("the FSM holds the log up to an index; starting after it",
+		"index", index, "term", term, "skipped", index-r.getLastApplied())
+	// The FSM applies only committed entries: everything up to index is
+	// committed, and so is a configuration entry among them (a snapshot
+	// taken before the next commit records it, as it would after a replay).
+	r.setCommitIndex(index)
+	if r.configurations.latestIndex <= index {
+		r.setCommittedConfiguration(r.configurations.latest, r.configurations.latestIndex)
+	}
+	r.setLastApplied(index)
+	r.fsmStartIndex, r.fsmStartTerm = index, term
 }
 
 // restoreSnapshot attempts to restore the latest snapshots, and fails if none

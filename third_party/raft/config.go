@@ -253,6 +253,17 @@ type Config struct {
 	// interface. Otherwise, Raft will fail to start and return ErrIncompatibleLogStore.
 	RestoreCommittedLogs bool
 
+	// AppliedOnStart (raftmq fork), if set, is called once by NewRaft after
+	// the log has been scanned for configuration entries. It returns the
+	// index and term of the last entry the FSM's durable state already
+	// holds (an FSM that recovers itself, with NoSnapshotRestoreOnStart).
+	// When that entry is in the log after the newest snapshot with the same
+	// term, Raft starts with it as applied: the entries up to it are never
+	// read again nor given to the FSM, and a snapshot taken before the next
+	// apply is at that index. Otherwise it is ignored (logged) and Raft
+	// replays from the snapshot as usual.
+	AppliedOnStart func() (index, term uint64)
+
 	// skipStartup allows NewRaft() to bypass all background work goroutines
 	skipStartup bool
 }

@@ -84,7 +84,8 @@ type FSMSnapshot interface {
 // to the FSM. This is done async of other logs since we don't want
 // the FSM to block our internal operations.
 func (r *Raft) runFSM() {
-	var lastIndex, lastTerm uint64
+	// raftmq fork: the FSM already holds what Config.AppliedOnStart said.
+	lastIndex, lastTerm := r.fsmStartIndex, r.fsmStartTerm
 
 	batchingFSM, batchingEnabled := r.fsm.(BatchingFSM)
 	configStore, configStoreEnabled := r.fsm.(ConfigurationStore)
