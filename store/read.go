@@ -128,6 +128,9 @@ func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, ma
 			if i >= maxNum || (i > 0 && arenaSize+int(u.Size) > maxBytes) {
 				break
 			}
+			if !u.Valid() || int64(u.Size) > message.MaxRecordSize {
+				break // a damaged unit: the loop below reports it
+			}
 			arenaSize += int(u.Size)
 		}
 		arena = make([]byte, 0, arenaSize)
@@ -150,6 +153,10 @@ func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, ma
 		if trusted && !filter.matchCode(u.TagsCode) {
 			next++
 			continue
+		}
+		if !u.Valid() { // not a unit retention removed: a damaged one
+			return res, s.corrupted(fmt.Errorf("store: %s/%d offset %d: unit at %d of %d bytes: %w",
+				topic, queueID, qoff, u.PhyOffset, u.Size, consumequeue.ErrCorrupt))
 		}
 		if u.PhyOffset >= confirm {
 			return res, fmt.Errorf("%w: %d is beyond the applied log", ErrBadOffset, u.PhyOffset)
