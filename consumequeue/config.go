@@ -15,6 +15,19 @@ type Config struct {
 	FileSize int64
 	// Logger; default a null logger.
 	Logger hclog.Logger
+	// Durable, if set, says how many leading units of a queue Open finds
+	// are known durable and valid: a checkpoint covers them (they were
+	// synced before it was written). Recovery then scans a queue from its
+	// last durable unit on instead of from its third-last file, so a
+	// restart reads what came after the checkpoint, not up to three whole
+	// files per queue. Zero, or a last durable unit that is not a real one
+	// ending at or below DurableBelow, means the scan from the third-last
+	// file.
+	Durable func(topic string, queueID int32) int64
+	// DurableBelow is the commitlog offset the checkpoint covers: a durable
+	// unit points below it (a queue deleted and created again since holds
+	// units above it, which are not durable).
+	DurableBelow int64
 }
 
 // DefaultConfig returns a Config with every default filled in except Dir.

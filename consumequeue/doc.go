@@ -26,8 +26,11 @@
 //
 // # Recovery and truncation
 //
-// Open loads every queue and calls Recover, RocketMQ's ConsumeQueue.recover:
-// scan from the third-last file; the first unit that is not valid (size <= 0,
+// Open loads every queue and recovers it as Recover, RocketMQ's
+// ConsumeQueue.recover, does: scan from the third-last file (or, with
+// Config.Durable, from after the queue's last durable unit when that is
+// later, so a restart reads only what a checkpoint does not cover); the
+// first unit that is not valid (size <= 0,
 // negative offset, an all-zero unit, a filler after a real unit, a unit
 // starting before the previous one ends) ends the queue, and everything after
 // it is cut and zeroed (RocketMQ leaves stale bytes behind). The result is

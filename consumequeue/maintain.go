@@ -15,8 +15,17 @@ import (
 // invalid unit (size <= 0, negative offset, all zero, a filler after a real
 // unit, or a unit starting before the previous one ends) ends the queue.
 // Everything after it is cut (later files deleted, the rest of its file
-// zeroed). Open calls it for every queue.
-func (q *Queue) Recover() error {
+// zeroed). Open calls it for every queue, from the queue's last durable
+// unit when Config.Durable names one.
+func (q *Queue) Recover() error { return q.recover(durableUnits{}) }
+
+// durableUnits: the first count units of a queue are durable and valid if
+// the last of them is a real unit ending at or below phy (Config.Durable).
+type durableUnits struct{ count, phy int64 }
+
+// recover is Recover with the durable units known: the scan starts after
+// the last of them when that is later than the third-last file.
+func (q *Queue) recover(durable durableUnits) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -27,8 +36,11 @@ func (q *Queue) Recover() error {
 		q.minOffset, q.maxOffset, q.maxPhy = 0, 0, 0
 		return nil
 	}
-	k := scanStart(segs)
-	end, st, err := scanSegments(segs[k:], scanState{fillersOK: k == 0})
+	k, from, st0, err := scanPlan(segs, durable)
+	if err != nil {
+		return fmt.Errorf("consumequeue: %s-%d: recover: %w", q.topic, q.id, err)
+	}
+	end, st, err := scanSegments(segs[k:], from, st0)
 	if err != nil { // an I/O error says nothing about the units: cut nothing
 		return fmt.Errorf("consumequeue: %s-%d: recover: %w", q.topic, q.id, err)
 	}
@@ -42,6 +54,49 @@ func (q *Queue) Recover() error {
 		q.log.Debug("consume queue recovered", "topic", q.topic, "queue", q.id,
 			"min", q.minOffset, "max", q.maxOffset, "maxPhy", q.maxPhy)
 	}
+	return nil
+}
+
+// scanPlan is where recovery scans from: file k of segs, byte from within
+// it, with state st. Without durable units (or when the last of them lies
+// before the third-last file, or is not a real unit below durable.phy) that is scanStart's
+// file from its start; else the unit after the last durable one, with the
+// state that unit leaves.
+func scanPlan(segs []mmap.Segment, durable durableUnits) (k int, from int64, st scanState, err error) {
+	k = scanStart(segs)
+	st = scanState{fillersOK: k == 0}
+	if durable.count <= 0 {
+		return k, 0, st, nil
+	}
+	last := (durable.count - 1) * UnitSize
+	j := -1
+	for i := range segs {
+		if segs[i].Start <= last && last+UnitSize <= segs[i].End() {
+			j = i
+		}
+	}
+	if j < k || j < 0 {
+		return k, 0, st, nil
+	}
+	var b [UnitSize]byte
+	if err := readUnit(segs[j].File, last-segs[j].Start, b[:]); err != nil {
+		return 0, 0, st, err
+	}
+	u := decodeUnit(b[:])
+	if !u.Valid() || u.IsFiller() || u.End() > durable.phy {
+		return k, 0, st, nil
+	}
+	return j, last - segs[j].Start + UnitSize, scanState{prevEnd: u.End()}, nil
+}
+
+// readUnit reads the unit at byte off of f into b: with pread where f has
+// it (see scanSegments), else from the mapping.
+func readUnit(f mmap.File, off int64, b []byte) error {
+	if r, ok := mmap.ReaderAt(f); ok {
+		_, err := r.ReadAt(b, off)
+		return err
+	}
+	copy(b, f.Bytes()[off:])
 	return nil
 }
 
@@ -59,13 +114,13 @@ func scanStart(segs []mmap.Segment) int {
 	return k
 }
 
-// scanSegments scans units across segs and returns the byte offset where the
-// valid units end and the final scan state, or the error of a read. Files
-// that have a pread path (mmap.ReaderAt) are read in chunks rather than
-// through their fresh mappings: a restart recovers every queue, up to three
-// files each.
-func scanSegments(segs []mmap.Segment, st scanState) (int64, scanState, error) {
-	end := segs[0].Start
+// scanSegments scans units across segs, from byte from of the first, and
+// returns the byte offset where the valid units end and the final scan
+// state, or the error of a read. Files that have a pread path
+// (mmap.ReaderAt) are read in chunks rather than through their fresh
+// mappings: a restart recovers every queue.
+func scanSegments(segs []mmap.Segment, from int64, st scanState) (int64, scanState, error) {
+	end := segs[0].Start + from
 	var buf []byte
 	for _, s := range segs {
 		var n int
@@ -75,16 +130,17 @@ func scanSegments(segs []mmap.Segment, st scanState) (int64, scanState, error) {
 				buf = make([]byte, scanChunkUnits*UnitSize)
 			}
 			var err error
-			if n, st, stopped, err = scanThrough(r, s.File.Size(), buf, st); err != nil {
+			if n, st, stopped, err = scanThrough(r, from, s.File.Size(), buf, st); err != nil {
 				return 0, st, fmt.Errorf("read %s: %w", s.File.Name(), err)
 			}
 		} else {
-			n, st, stopped = scanUnits(s.File.Bytes(), st)
+			n, st, stopped = scanUnits(s.File.Bytes()[from:], st)
 		}
-		end = s.Start + int64(n)*UnitSize
+		end = s.Start + from + int64(n)*UnitSize
 		if stopped {
 			break
 		}
+		from = 0
 	}
 	return end, st, nil
 }
@@ -92,11 +148,11 @@ func scanSegments(segs []mmap.Segment, st scanState) (int64, scanState, error) {
 // scanChunkUnits is how many units scanThrough reads at a time (256 KiB).
 const scanChunkUnits = 13107
 
-// scanThrough is scanUnits over the size bytes of a file read through r in
-// chunks of buf.
-func scanThrough(r io.ReaderAt, size int64, buf []byte, st scanState) (int, scanState, bool, error) {
+// scanThrough is scanUnits over bytes [from, size) of a file read through r
+// in chunks of buf.
+func scanThrough(r io.ReaderAt, from, size int64, buf []byte, st scanState) (int, scanState, bool, error) {
 	total := 0
-	for off := int64(0); off < size; {
+	for off := from; off < size; {
 		chunk := buf[:min(int64(len(buf)), size-off)]
 		got, err := r.ReadAt(chunk, off)
 		if err != nil && !(errors.Is(err, io.EOF) && got == len(chunk)) {

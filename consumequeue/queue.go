@@ -28,7 +28,9 @@ type Queue struct {
 	closed    bool
 }
 
-func openQueue(fs vfs.FS, dir, topic string, id int32, fileSize int64, log hclog.Logger) (*Queue, error) {
+// openQueue opens and recovers a queue, whose durable units are known
+// durable and valid (Config.Durable).
+func openQueue(fs vfs.FS, dir, topic string, id int32, fileSize int64, durable durableUnits, log hclog.Logger) (*Queue, error) {
 	// Random: units are 20 bytes, so readahead around a fault would zero-fill
 	// megabytes of a fresh file to write a few units.
 	cfg := mmap.QueueConfig{Dir: dir, FileSize: fileSize, Random: true, Logger: log}
@@ -37,7 +39,7 @@ func openQueue(fs vfs.FS, dir, topic string, id int32, fileSize int64, log hclog
 		return nil, fmt.Errorf("consumequeue: open %s: %w", dir, err)
 	}
 	q := &Queue{topic: topic, id: id, dir: dir, fs: fs, cfg: cfg, log: log, mq: mq}
-	if err := q.Recover(); err != nil {
+	if err := q.recover(durable); err != nil {
 		_ = mq.Close()
 		return nil, err
 	}

@@ -83,7 +83,7 @@ func TestScanThroughMatchesMapping(t *testing.T) {
 			segs = append(segs, mmap.Segment{Start: int64(i) * fileSize, File: f})
 		}
 		st0 := scanState{fillersOK: true}
-		end, st, err := scanSegments(segs, st0)
+		end, st, err := scanSegments(segs, 0, st0)
 		wantEnd, wantSt := scanMapped(segs, st0)
 		if err != nil || end != wantEnd || st != wantSt {
 			t.Fatalf("%s: through pread end %d %+v %v, through the mappings end %d %+v", what, end, st, err, wantEnd, wantSt)
@@ -147,4 +147,117 @@ func dirBytes(t *testing.T, dir string) []byte {
 		all = append(all, b...)
 	}
 	return all
+}
+
+// TestRecoverFromDurableUnits: with Config.Durable a queue whose last
+// durable unit is in its last three files is scanned from that unit on: it
+// ends where the units do (at a zero unit after it) and the units before it
+// are not read again (a zeroed one goes unseen), and a durable count whose
+// last unit is not a real one below DurableBelow falls back to the scan
+// from the third-last file, which Recover does. Through pread (real files)
+// and through the mappings (the in-memory twin).
+func TestRecoverFromDurableUnits(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewSource(seed))
+	const fileSize = testUnitsPerFile * UnitSize
+	for round := 0; round < 60; round++ {
+		fsys, dir := vfs.FS(vfs.NewMem()), "/cq"
+		if round%2 == 0 {
+			fsys, dir = vfs.OS(), t.TempDir()
+		}
+		n := int64(1 + rng.Intn(60))
+		s, err := Open(fsys, Config{Dir: dir, FileSize: fileSize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		putN(t, mustQueue(t, s, "T", 0), 0, n)
+		if err := s.Flush(); err != nil { // the in-memory twin writes its files only then
+			t.Fatal(err)
+		}
+		s.Close()
+		// The last durable unit in the last three files: the scan from it
+		// starts later than the one from the third-last file.
+		files := (n + testUnitsPerFile - 1) / testUnitsPerFile
+		lo := max(0, files-3) * testUnitsPerFile
+		durable := lo + 1 + rng.Int63n(n-lo)
+		below := unitN(n - 1).End()
+		want := n
+		what := fmt.Sprintf("seed %d round %d: %d units, %d durable", seed, round, n, durable)
+		switch rng.Intn(5) {
+		case 0: // a zero unit after the durable ones ends the queue there
+			z := durable + rng.Int63n(n-durable+1)
+			if z < n {
+				zeroUnit(t, fsys, dir, fileSize, z)
+				want = z
+			}
+			what += fmt.Sprintf(", unit %d zeroed", z)
+		case 1: // the durable units point above the checkpoint: not durable
+			below = unitN(durable-1).End() - 1
+			want = -1
+			what += ", last durable unit above DurableBelow"
+		case 2: // the last durable unit is damaged: not durable
+			zeroUnit(t, fsys, dir, fileSize, durable-1)
+			want = -1
+			what += ", last durable unit zeroed"
+		case 3: // the units before the last durable one are not read again
+			if durable-2 > lo {
+				z := lo + 1 + rng.Int63n(durable-2-lo)
+				zeroUnit(t, fsys, dir, fileSize, z)
+				what += fmt.Sprintf(", durable unit %d zeroed (the scan from the third-last file would end there)", z)
+			}
+		}
+		if want < 0 { // whatever the scan from the third-last file finds
+			c := Config{Dir: dir + "-copy", FileSize: fileSize}
+			copyDir(t, fsys, filepath.Join(dir, "T", "0"), filepath.Join(c.Dir, "T", "0"))
+			ref, err := Open(fsys, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = ref.Get("T", 0).MaxOffset()
+			ref.Close()
+		}
+		s, err = Open(fsys, Config{Dir: dir, FileSize: fileSize, DurableBelow: below,
+			Durable: func(topic string, id int32) int64 { return durable }})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		q := s.Get("T", 0)
+		if got := q.MaxOffset(); got != want {
+			t.Fatalf("%s: max offset %d, want %d", what, got, want)
+		}
+		if want > 0 && q.MaxPhyOffset() != unitN(want-1).End() {
+			t.Fatalf("%s: maxPhy %d, want %d", what, q.MaxPhyOffset(), unitN(want-1).End())
+		}
+		s.Close()
+	}
+}
+
+// zeroUnit zeroes unit i of queue T/0 under dir.
+func zeroUnit(t *testing.T, fsys vfs.FS, dir string, fileSize, i int64) {
+	t.Helper()
+	start := i * UnitSize / fileSize * fileSize
+	name := filepath.Join(dir, "T", "0", mmap.FileName(start))
+	b := readFile(t, fsys, name)
+	clear(b[i*UnitSize-start:][:UnitSize])
+	writeFile(t, fsys, name, b)
+}
+
+// copyDir copies the files of src into dst.
+func copyDir(t *testing.T, fsys vfs.FS, src, dst string) {
+	t.Helper()
+	if err := fsys.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names, err := fsys.List(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		f, err := fsys.Create(filepath.Join(dst, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
+		writeFile(t, fsys, filepath.Join(dst, name), readFile(t, fsys, filepath.Join(src, name)))
+	}
 }

@@ -78,7 +78,11 @@ func (s *Store) loadTopic(topic string) error {
 			s.cfg.Logger.Warn("ignoring unexpected entry in topic directory", "path", filepath.Join(dir, name))
 			continue
 		}
-		q, err := openQueue(s.fs, filepath.Join(dir, name), topic, int32(id), s.cfg.FileSize, s.cfg.Logger)
+		var durable int64
+		if s.cfg.Durable != nil {
+			durable = s.cfg.Durable(topic, int32(id))
+		}
+		q, err := openQueue(s.fs, filepath.Join(dir, name), topic, int32(id), s.cfg.FileSize, durableUnits{durable, s.cfg.DurableBelow}, s.cfg.Logger)
 		if err != nil {
 			return err
 		}
@@ -136,7 +140,7 @@ func (s *Store) GetOrCreate(topic string, queueID int32) (*Queue, error) {
 		return q, nil
 	}
 	dir := filepath.Join(s.cfg.Dir, topic, strconv.Itoa(int(queueID)))
-	q, err := openQueue(s.fs, dir, topic, queueID, s.cfg.FileSize, s.cfg.Logger)
+	q, err := openQueue(s.fs, dir, topic, queueID, s.cfg.FileSize, durableUnits{}, s.cfg.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -215,7 +215,7 @@ func (s *Store) open() error {
 	default:
 		return err
 	}
-	if err := s.openFiles(); err != nil {
+	if err := s.openFiles(durableQueues(ckptPtr)); err != nil {
 		return err
 	}
 	plan, err := recovery.Begin(s.log, ckptPtr, abort)
@@ -227,7 +227,24 @@ func (s *Store) open() error {
 	return err
 }
 
-func (s *Store) openFiles() error {
+// durableQueues is the consume queues' durable units by the checkpoint:
+// its queue table counts the units of every queue it covers, synced before
+// it was written. Without a checkpoint (or one whose meta does not decode:
+// recovery reports that) there are none.
+func durableQueues(ckpt *recovery.Checkpoint) (func(string, int32) int64, int64) {
+	if ckpt == nil {
+		return nil, 0
+	}
+	m, err := meta.Decode(ckpt.Meta)
+	if err != nil {
+		return nil, 0
+	}
+	return func(topic string, queueID int32) int64 {
+		return m.Queues[meta.QueueKey{Topic: topic, Queue: queueID}]
+	}, ckpt.ConfirmOffset
+}
+
+func (s *Store) openFiles(durable func(string, int32) int64, durableBelow int64) error {
 	var err error
 	if s.cfg.UseAllocator && s.cfg.PreallocateSegments > 0 {
 		s.alloc = mmap.NewAllocator(s.fs, mmap.AllocatorOptions{PreTouch: s.cfg.PreTouch, Logger: s.logger.Named("allocator")})
@@ -243,6 +260,7 @@ func (s *Store) openFiles() error {
 	}
 	s.cqs, err = consumequeue.Open(s.fs, consumequeue.Config{
 		Dir: filepath.Join(s.cfg.Dir, consumeQueueDir), FileSize: s.cfg.ConsumeQueueFileSize, Logger: s.logger.Named("consumequeue"),
+		Durable: durable, DurableBelow: durableBelow,
 	})
 	if err != nil {
 		return err
