@@ -169,6 +169,11 @@ func (r *runner) killAfterWriting(ctx context.Context, cl *nodeproc.Cluster, c r
 	return medianOf(servings), medianOf(caughts), written, nil
 }
 
+// restartPoll is how often killOnce asks a restarted node whether it
+// serves: restarts take tens of milliseconds, which the default 50 ms poll
+// would round to its multiples.
+const restartPoll = 2 * time.Millisecond
+
 // restartKills is how many times the matrix kills its victim at each size.
 func (o options) restartKills() int {
 	if o.Quick {
@@ -198,7 +203,7 @@ func (r *runner) killOnce(ctx context.Context, cl *nodeproc.Cluster) (serving, c
 	}
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	if err := victim.WaitHealthy(sctx); err != nil {
+	if err := victim.WaitHealthyEvery(sctx, restartPoll); err != nil {
 		return 0, 0, 0, err
 	}
 	serving = time.Since(t0).Seconds()
