@@ -59,9 +59,9 @@ func (q *Queue) recover(durable durableUnits) error {
 
 // scanPlan is where recovery scans from: file k of segs, byte from within
 // it, with state st. Without durable units (or when the last of them lies
-// before the third-last file, or is not a real unit below durable.phy) that is scanStart's
-// file from its start; else the unit after the last durable one, with the
-// state that unit leaves.
+// before the third-last file, or is not a real unit below durable.phy)
+// that is scanStart's file from its start; else the unit after the last
+// durable one, with the state that unit leaves.
 func scanPlan(segs []mmap.Segment, durable durableUnits) (k int, from int64, st scanState, err error) {
 	k = scanStart(segs)
 	st = scanState{fillersOK: k == 0}
@@ -75,7 +75,7 @@ func scanPlan(segs []mmap.Segment, durable durableUnits) (k int, from int64, st 
 			j = i
 		}
 	}
-	if j < k || j < 0 {
+	if j < k { // also when no file holds it (j < 0)
 		return k, 0, st, nil
 	}
 	var b [UnitSize]byte
