@@ -5,11 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand"
-	"net"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/goleak"
 
+	"github.com/raftmq/raftmq/internal/freeport"
 	"github.com/raftmq/raftmq/message"
 	"github.com/raftmq/raftmq/store"
 	"github.com/raftmq/raftmq/transport"
@@ -32,44 +29,22 @@ func TestMain(m *testing.M) {
 
 func freeAddr(t *testing.T) string { return freeAddrs(t, 1)[0] }
 
-// freeAddrs returns n distinct free loopback addresses for nodes to bind.
-// They come from below the kernel's ephemeral port range: a port freed
-// from there could be taken, before the node binds it, by any process's
-// outgoing connection or bind to port 0 (the e2e and cluster tests run
-// beside these and use both), which failed a start with "address already
-// in use" or handed a peer's traffic to a stranger. Each listener stays
-// open until all are chosen, so one port is never returned twice.
+// freeAddrs returns n distinct free loopback addresses for nodes to bind,
+// from below the kernel's ephemeral port range (freeport.Ports): a port
+// freed from there could be taken, before the node binds it, by any
+// process's outgoing connection or bind to port 0 (the e2e and cluster
+// tests run beside these and use both).
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	lo, hi := portsBelowEphemeral()
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
-	var addrs []string
-	for tries := 0; len(addrs) < n; tries++ {
-		if tries > 1000 {
-			t.Fatalf("no free port in [%d, %d) after 1000 tries", lo, hi)
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lo+rng.Intn(hi-lo)))
-		if err != nil {
-			continue // taken
-		}
-		defer l.Close()
-		addrs = append(addrs, l.Addr().String())
+	ports, err := freeport.Ports("127.0.0.1", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := make([]string, n)
+	for i, p := range ports {
+		addrs[i] = fmt.Sprintf("127.0.0.1:%d", p)
 	}
 	return addrs
-}
-
-// portsBelowEphemeral is a range of 10,000 ports that ends where the
-// kernel's ephemeral range (ip_local_port_range) starts.
-func portsBelowEphemeral() (lo, hi int) {
-	hi = 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if v, err := strconv.Atoi(f[0]); err == nil && v > 11024 {
-				hi = v
-			}
-		}
-	}
-	return hi - 10000, hi
 }
 
 type testWriter struct{ t *testing.T }
