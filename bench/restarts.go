@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/raftmq/raftmq/internal/nodeproc"
@@ -59,8 +60,10 @@ func (c restartCase) String() string {
 // cluster with SIGKILL after 1, 4 and 16 GiB were written in 1 KiB and in
 // 1 MiB messages, and times each to serving (/healthz: abnormal recovery of
 // its files, then Raft's start-up) and, for the follower, to caught up;
-// three kills at each size, medians kept. The commitlog grows between kills, so each column writes its largest
-// size once. Each column's data is removed before the next.
+// seven kills at each size once the fill is written back, medians kept
+// (killAfterWriting). The commitlog grows between kills, so each column
+// writes its largest size once. Each column's data is removed before the
+// next.
 func (r *runner) restartMatrix(ctx context.Context, rep *report) error {
 	for _, c := range []restartCase{{1, 1 << 10}, {3, 1 << 10}, {1, 1 << 20}, {3, 1 << 20}} {
 		if r.o.KillCases != nil && !r.o.KillCases.MatchString(c.String()) {
@@ -146,10 +149,14 @@ func sizeList(sizes []int64) string {
 }
 
 // killAfterWriting fills cl's commitlog to size bytes with c's messages,
-// then restartKills times SIGKILLs the victim (node 0 alone, or a
-// follower), starts it again and times it to serving and to applying what
-// the leader had; it returns the medians (sub-second restarts vary by a
-// few hundred ms from one kill to the next on a shared machine).
+// waits for the kernel to write the fill back (sync), then restartKills
+// times SIGKILLs the victim (node 0 alone, or a follower), starts it again
+// and times it to serving and to applying what the leader had; it returns
+// the medians (restarts of tens of milliseconds vary by as much from one
+// kill to the next: a follower waits for the leader's next heartbeat, up
+// to 150 ms apart). Without the sync the first kills after a fill of
+// gigabytes time the disk writing the fill back (each restart's fsyncs
+// queue behind it), which depends on the fill, not on what is stored.
 func (r *runner) killAfterWriting(ctx context.Context, cl *nodeproc.Cluster, c restartCase, size int64) (serving, caught float64, written int64, err error) {
 	li, err := cl.Leader(ctx)
 	if err != nil {
@@ -158,6 +165,9 @@ func (r *runner) killAfterWriting(ctx context.Context, cl *nodeproc.Cluster, c r
 	if err := r.fillTo(ctx, cl, li, size, c.msgSize); err != nil {
 		return 0, 0, 0, err
 	}
+	synced := time.Now()
+	syscall.Sync()
+	r.logf("the fill's writeback took %.2fs (sync) before the kills", time.Since(synced).Seconds())
 	var servings, caughts []float64
 	for range r.o.restartKills() {
 		s, cu, w, err := r.killOnce(ctx, cl)
@@ -179,7 +189,7 @@ func (o options) restartKills() int {
 	if o.Quick {
 		return 1
 	}
-	return 3
+	return 7
 }
 
 // killOnce SIGKILLs a follower of cl (or its only node), starts it again
