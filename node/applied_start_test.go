@@ -16,18 +16,7 @@ func appliedStartLog(t *testing.T, st raft.LogStore) {
 	t.Helper()
 	one := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: "f", Address: "f"}}}
 	withG := raft.Configuration{Servers: append(slices.Clone(one.Servers), raft.Server{Suffrage: raft.Nonvoter, ID: "g", Address: "g"})}
-	var logs []*raft.Log
-	for i := uint64(1); i <= 400; i++ {
-		l := &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: walEntry(i)}
-		switch i {
-		case 1:
-			l.Type, l.Data = raft.LogConfiguration, raft.EncodeConfiguration(one)
-		case 250:
-			l.Type, l.Data = raft.LogConfiguration, raft.EncodeConfiguration(withG)
-		}
-		logs = append(logs, l)
-	}
-	must(t, st.StoreLogs(logs))
+	storeTwoConfigurations(t, st, one, withG)
 }
 
 // startAt starts a Raft server "f" over st whose FSM says it holds the

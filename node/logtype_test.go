@@ -119,6 +119,24 @@ func (c *wholeReads) GetLogType(index uint64) (raft.LogType, error) {
 	return c.RaftStore.(raft.LogTypeReader).GetLogType(index)
 }
 
+// storeTwoConfigurations stores 400 entries of term 1: configuration first
+// at index 1, second at 250, commands elsewhere.
+func storeTwoConfigurations(t *testing.T, st raft.LogStore, first, second raft.Configuration) {
+	t.Helper()
+	var logs []*raft.Log
+	for i := uint64(1); i <= 400; i++ {
+		l := &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: walEntry(i)}
+		switch i {
+		case 1:
+			l.Type, l.Data = raft.LogConfiguration, raft.EncodeConfiguration(first)
+		case 250:
+			l.Type, l.Data = raft.LogConfiguration, raft.EncodeConfiguration(second)
+		}
+		logs = append(logs, l)
+	}
+	must(t, st.StoreLogs(logs))
+}
+
 // TestStartReadsOnlyConfigurationEntries: at start Raft scans the log after
 // the newest snapshot for configuration entries. Through a store with
 // GetLogType (the node's raft-wal) it reads whole only those entries (and
@@ -129,18 +147,7 @@ func TestStartReadsOnlyConfigurationEntries(t *testing.T) {
 	defer st.Close()
 	one := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: "f", Address: "f"}}}
 	two := raft.Configuration{Servers: append(one.Servers, raft.Server{Suffrage: raft.Voter, ID: "g", Address: "g"})}
-	var logs []*raft.Log
-	for i := uint64(1); i <= 400; i++ {
-		l := &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: walEntry(i)}
-		switch i {
-		case 1:
-			l.Type, l.Data = raft.LogConfiguration, raft.EncodeConfiguration(one)
-		case 250:
-			l.Type, l.Data = raft.LogConfiguration, raft.EncodeConfiguration(two)
-		}
-		logs = append(logs, l)
-	}
-	must(t, st.StoreLogs(logs))
+	storeTwoConfigurations(t, st, one, two)
 	counted := &wholeReads{RaftStore: st}
 
 	_, trans := raft.NewInmemTransport("f")
