@@ -1,8 +1,11 @@
 package node
 
 import (
+	"fmt"
 	"io"
+	"net"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,4 +79,172 @@ func TestHeartbeatFastPathNeverChangesTerm(t *testing.T) {
 	if resp.Success || resp.Term != before {
 		t.Fatalf("heartbeat answered %+v, want a refusal carrying term %d", resp, before)
 	}
+}
+
+// TestHeartbeatRetriedAfterFailure: when a follower is killed and restarted
+// on its address, the leader's next heartbeat goes out on a pooled connection
+// to the dead process and fails. hashicorp/raft v1.8.0 then waited a whole
+// heartbeat interval (HeartbeatTimeout/10, randomised up to twice that)
+// before the next one, so a restarted follower learnt of its leader up to
+// 150 ms late with raftmq's settings. The fork (third_party/raft FORK.md,
+// patch 6) retries after the failure's backoff alone. With a 20 s heartbeat
+// timeout (intervals of 2-4 s) the restarted follower must hear a heartbeat
+// well within the shortest interval after the failure.
+func TestHeartbeatRetriedAfterFailure(t *testing.T) {
+	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := raft.DefaultConfig()
+	conf.LocalID = "a"
+	conf.Logger = hclog.NewNullLogger()
+	conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+	conf.CommitTimeout = time.Minute // only heartbeats reach the follower once it has the log
+	logs := raft.NewInmemStore()
+	r, err := raft.NewRaft(conf, &raft.MockFSM{}, logs, logs, raft.NewInmemSnapshotStore(), trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := r.Shutdown().Error(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: "a", Address: trans.LocalAddr()}}}).Error(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.LeaderCh():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no leader")
+	}
+	const heartbeatTimeout = 20 * time.Second
+	if err := r.ReloadConfig(raft.ReloadableConfig{
+		TrailingLogs: conf.TrailingLogs, SnapshotInterval: conf.SnapshotInterval, SnapshotThreshold: conf.SnapshotThreshold,
+		HeartbeatTimeout: heartbeatTimeout, ElectionTimeout: heartbeatTimeout,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan raft.Observation, 16)
+	r.RegisterObserver(raft.NewObserver(failed, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.FailedHeartbeatObservation)
+		return ok
+	}))
+
+	addr := freeAddrs(t, 1)[0]
+	follower := startHeartbeatFollower(t, addr)
+	if err := r.AddNonvoter("b", raft.ServerAddress(addr), 0, 10*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	follower.awaitHeartbeat(t, 3*heartbeatTimeout/10)
+	follower.kill()
+	restarted := startHeartbeatFollower(t, addr)
+	defer restarted.kill()
+
+	var failedAt time.Time
+	select {
+	case <-failed:
+		failedAt = time.Now()
+	case <-time.After(3 * heartbeatTimeout / 10):
+		t.Fatal("no heartbeat failed after the follower was killed: the fault did not happen")
+	}
+	heardAt := restarted.awaitHeartbeat(t, 3*heartbeatTimeout/10)
+	if gap := heardAt.Sub(failedAt); gap > heartbeatTimeout/20 {
+		t.Fatalf("the restarted follower heard the leader %v after the failed heartbeat, want well under the shortest interval %v", gap, heartbeatTimeout/10)
+	}
+}
+
+// heartbeatFollower answers every AppendEntries with success and reports the
+// heartbeats (no entries, no log position) it receives; kill closes its
+// listener and every connection it accepted, as the death of its process
+// would.
+type heartbeatFollower struct {
+	trans      *raft.NetworkTransport
+	stream     *trackingStream
+	heartbeats chan time.Time
+	stop, done chan struct{}
+}
+
+func startHeartbeatFollower(t *testing.T, addr string) *heartbeatFollower {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &heartbeatFollower{stream: &trackingStream{Listener: ln}, heartbeats: make(chan time.Time, 64), stop: make(chan struct{}), done: make(chan struct{})}
+	f.trans = raft.NewNetworkTransport(f.stream, 3, 5*time.Second, io.Discard)
+	go f.serve()
+	return f
+}
+
+func (f *heartbeatFollower) serve() {
+	defer close(f.done)
+	for {
+		select {
+		case rpc := <-f.trans.Consumer():
+			req, ok := rpc.Command.(*raft.AppendEntriesRequest)
+			if !ok {
+				rpc.Respond(nil, fmt.Errorf("unexpected %T", rpc.Command))
+				continue
+			}
+			if len(req.Entries) == 0 && req.PrevLogEntry == 0 && req.LeaderCommitIndex == 0 {
+				select {
+				case f.heartbeats <- time.Now():
+				default:
+				}
+			}
+			rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term, LastLog: req.PrevLogEntry + uint64(len(req.Entries)), Success: true}, nil)
+		case <-f.stop:
+			return
+		}
+	}
+}
+
+func (f *heartbeatFollower) awaitHeartbeat(t *testing.T, within time.Duration) time.Time {
+	t.Helper()
+	select {
+	case at := <-f.heartbeats:
+		return at
+	case <-time.After(within):
+		t.Fatalf("no heartbeat within %v", within)
+		return time.Time{}
+	}
+}
+
+func (f *heartbeatFollower) kill() {
+	close(f.stop)
+	_ = f.trans.Close()
+	f.stream.closeAccepted()
+	<-f.done
+}
+
+// trackingStream is a raft.StreamLayer that remembers the connections it
+// accepted so that they can be closed with it.
+type trackingStream struct {
+	net.Listener
+	mu       sync.Mutex
+	accepted []net.Conn
+}
+
+func (s *trackingStream) Accept() (net.Conn, error) {
+	c, err := s.Listener.Accept()
+	if err == nil {
+		s.mu.Lock()
+		s.accepted = append(s.accepted, c)
+		s.mu.Unlock()
+	}
+	return c, err
+}
+
+func (s *trackingStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("tcp", string(addr), timeout)
+}
+
+func (s *trackingStream) closeAccepted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.accepted {
+		_ = c.Close()
+	}
+	s.accepted = nil
 }

@@ -396,12 +396,17 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 
 	var resp AppendEntriesResponse
 	for {
-		// Wait for the next heartbeat interval or forced notify
-		select {
-		case <-s.notifyCh:
-		case <-randomTimeout(r.config().HeartbeatTimeout / 10):
-		case <-stopCh:
-			return
+		// Wait for the next heartbeat interval or forced notify. raftmq fork: not
+		// after a failure, whose backoff was the wait: the peer (a follower killed
+		// and restarted, whose pooled connection failed) hears from the leader
+		// within that backoff rather than a whole interval later.
+		if failures == 0 {
+			select {
+			case <-s.notifyCh:
+			case <-randomTimeout(r.config().HeartbeatTimeout / 10):
+			case <-stopCh:
+				return
+			}
 		}
 
 		s.peerLock.RLock()
