@@ -2,7 +2,11 @@ package index
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+
+	"github.com/raftmq/raftmq/mmap"
 )
 
 // State is the durable state of the newest index file that a store
@@ -70,19 +74,32 @@ func (f *file) recoverTo(st State) error {
 	if err := f.mf.Zero(from, f.mf.Size()); err != nil {
 		return fmt.Errorf("index: zero %s from %d: %w", f.path, from, err)
 	}
-	bad, left := f.badSlots(st.IndexCount)
+	buf := make([]byte, recoverChunk)
+	bad, left, err := f.badSlots(st.IndexCount, buf)
+	if err != nil {
+		return err
+	}
 	// Newest durable entry of each bad slot: one backward pass over the
 	// entries, stopping as soon as every bad slot is resolved. A slot only
 	// the lost tail used is never resolved, so the pass usually reads every
-	// durable entry of the file (20 bytes each, sequentially).
-	for n := int(st.IndexCount) - 1; n >= 1 && left > 0; n-- {
-		p := f.lay.entryPos(n)
-		slot := slotOf(int32(binary.BigEndian.Uint32(b[p+entHash:])), f.lay.slots)
-		if bad.has(slot) {
-			f.lay.writeSlot(b, slot, int32(n))
-			bad.clear(slot)
-			left--
+	// durable entry of the file (20 bytes each, up to 400 MB), in chunks.
+	const chunkEntries = recoverChunk / EntrySize
+	for hi := int(st.IndexCount); hi > 1 && left > 0; {
+		lo := max(1, hi-chunkEntries)
+		entries, err := f.readRange(int64(f.lay.entryPos(lo)), int64(f.lay.entryPos(hi)), buf)
+		if err != nil {
+			return err
 		}
+		for n := hi - 1; n >= lo && left > 0; n-- {
+			p := (n - lo) * EntrySize
+			slot := slotOf(int32(binary.BigEndian.Uint32(entries[p+entHash:])), f.lay.slots)
+			if bad.has(slot) {
+				f.lay.writeSlot(b, slot, int32(n))
+				bad.clear(slot)
+				left--
+			}
+		}
+		hi = lo
 	}
 	if left > 0 {
 		for slot := range f.lay.slots {
@@ -101,21 +118,49 @@ func (f *file) recoverTo(st State) error {
 	return f.mf.Flush(0, int64(f.lay.entriesStart()))
 }
 
+// recoverChunk is how many bytes recoverTo reads at a time (a multiple of
+// SlotSize and of EntrySize).
+const recoverChunk = 1 << 20 / (SlotSize * EntrySize) * (SlotSize * EntrySize)
+
 // badSlots returns the slots whose value is not a durable entry number
 // (negative, or at or above indexCount) and how many there are. It reads
-// the slot area as one slice: a default file has 5,000,000 slots.
-func (f *file) badSlots(indexCount int32) (slotSet, int) {
-	area := f.bytes()[f.lay.slotPos(0):f.lay.entriesStart()]
+// the slot area (20 MB in a default file) in chunks of buf.
+func (f *file) badSlots(indexCount int32, buf []byte) (slotSet, int, error) {
 	bad := make(slotSet, (f.lay.slots+63)/64)
 	n := 0
-	for slot := 0; len(area) >= SlotSize; slot++ {
-		if v := int32(binary.BigEndian.Uint32(area)); v < 0 || v >= indexCount {
-			bad.set(slot)
-			n++
+	chunkSlots := len(buf) / SlotSize
+	for first := 0; first < f.lay.slots; first += chunkSlots {
+		last := min(f.lay.slots, first+chunkSlots)
+		area, err := f.readRange(int64(f.lay.slotPos(first)), int64(f.lay.slotPos(last)), buf)
+		if err != nil {
+			return nil, 0, err
 		}
-		area = area[SlotSize:]
+		for slot := first; slot < last; slot++ {
+			if v := int32(binary.BigEndian.Uint32(area[(slot-first)*SlotSize:])); v < 0 || v >= indexCount {
+				bad.set(slot)
+				n++
+			}
+		}
 	}
-	return bad, n
+	return bad, n, nil
+}
+
+// readRange returns bytes [from, to) of the file: read into buf (which must
+// hold them) where the file has a pread path, else the mapping itself.
+// Recovery reads hundreds of MB of a file it just mapped, usually cold
+// after a crash: through the mapping (advised random access: no readahead)
+// that is a page fault per 4 KiB, 6.1 s for a full default file against
+// 0.2 s warm; large preads go at the disk's sequential speed.
+func (f *file) readRange(from, to int64, buf []byte) ([]byte, error) {
+	r, ok := mmap.ReaderAt(f.mf)
+	if !ok {
+		return f.bytes()[from:to], nil
+	}
+	b := buf[:to-from]
+	if got, err := r.ReadAt(b, from); err != nil && !(errors.Is(err, io.EOF) && got == len(b)) {
+		return nil, fmt.Errorf("index: read %s [%d, %d): %w", f.path, from, to, err)
+	}
+	return b, nil
 }
 
 // slotSet is a bitset of slot numbers.

@@ -3,6 +3,7 @@ package index
 import (
 	"fmt"
 	"math/rand"
+	"path/filepath"
 	"testing"
 
 	"github.com/raftmq/raftmq/vfs"
@@ -19,37 +20,60 @@ func TestRecoverToMatchesRebuild(t *testing.T) {
 		cut := 1 + r.Intn(len(msgs)-1)
 		slots := 1 + r.Intn(9)
 		name := fmt.Sprintf("iter %d (%d msgs, checkpoint after %d, %d slots)", iter, len(msgs), cut, slots)
-		fs := vfs.NewMem()
+		recoverToMatchesRebuild(t, r, vfs.NewMem(), "/", name, msgs, cut, slots, 1000)
+	}
+}
 
-		crashed := openSvc(t, fs, "/crashed", slots, 1000, nil)
-		putAll(t, crashed, msgs[:cut])
-		if err := crashed.Flush(); err != nil {
+// TestRecoverToMatchesRebuildInChunks is TestRecoverToMatchesRebuild on OS
+// files, where RecoverTo reads slots and entries with pread in chunks
+// (recoverChunk), with more of each than one chunk holds.
+func TestRecoverToMatchesRebuildInChunks(t *testing.T) {
+	r := rand.New(rand.NewSource(testSeed(t)))
+	msgs := randMsgs(r, 60000, true)
+	cut := len(msgs) - 1 - r.Intn(len(msgs)/10)
+	slots := 2*recoverChunk/SlotSize + r.Intn(1000)
+	name := fmt.Sprintf("%d msgs, checkpoint after %d, %d slots", len(msgs), cut, slots)
+	if st := recoverToMatchesRebuild(t, r, vfs.OS(), t.TempDir(), name, msgs, cut, slots, 400000); int(st.IndexCount) <= 2*recoverChunk/EntrySize {
+		t.Fatalf("%s: %d entries checkpointed, want more than two chunks (%d)", name, st.IndexCount, 2*recoverChunk/EntrySize)
+	}
+}
+
+// recoverToMatchesRebuild runs one case and returns the checkpointed state.
+func recoverToMatchesRebuild(t *testing.T, r *rand.Rand, fs vfs.FS, root, name string, msgs []msg, cut, slots, indexes int) State {
+	t.Helper()
+	crashedDir, rebuiltDir := filepath.Join(root, "crashed"), filepath.Join(root, "rebuilt")
+	crashed := openSvc(t, fs, crashedDir, slots, indexes, nil)
+	putAll(t, crashed, msgs[:cut])
+	if err := crashed.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st := crashed.State()
+	putAll(t, crashed, msgs[cut:]) // the tail after the checkpoint
+	f := crashed.newest()
+	b := f.bytes()
+	for n := int(st.IndexCount); n < int(f.hdr.IndexCount); n++ { // lose part of the tail
+		p := f.lay.entryPos(n)
+		switch r.Intn(3) {
+		case 0:
+			clear(b[p : p+EntrySize])
+		case 1:
+			clear(b[p+r.Intn(EntrySize) : p+EntrySize])
+		}
+	}
+	if len(crashed.files) != 1 || int(st.IndexCount) <= 1 {
+		t.Fatalf("%s: %d files, %d entries checkpointed: the case does not exercise RecoverTo", name, len(crashed.files), st.IndexCount)
+	}
+	if err := crashed.RecoverTo(st); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+
+	rebuilt := openSvc(t, fs, rebuiltDir, slots, indexes, nil)
+	putAll(t, rebuilt, msgs[:cut])
+	for _, s := range []*Service{crashed, rebuilt} {
+		if err := s.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		st := crashed.State()
-		putAll(t, crashed, msgs[cut:]) // the tail after the checkpoint
-		f := crashed.newest()
-		b := f.bytes()
-		for n := int(st.IndexCount); n < int(f.hdr.IndexCount); n++ { // lose part of the tail
-			p := f.lay.entryPos(n)
-			switch r.Intn(3) {
-			case 0:
-				clear(b[p : p+EntrySize])
-			case 1:
-				clear(b[p+r.Intn(EntrySize) : p+EntrySize])
-			}
-		}
-		if err := crashed.RecoverTo(st); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-
-		rebuilt := openSvc(t, fs, "/rebuilt", slots, 1000, nil)
-		putAll(t, rebuilt, msgs[:cut])
-		for _, s := range []*Service{crashed, rebuilt} {
-			if err := s.Flush(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		compareDirs(t, name, dirBytes(t, fs, "/crashed"), dirBytes(t, fs, "/rebuilt"))
 	}
+	compareDirs(t, name, dirBytes(t, fs, crashedDir), dirBytes(t, fs, rebuiltDir))
+	return st
 }
