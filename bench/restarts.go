@@ -118,16 +118,22 @@ func (r *runner) restartColumn(ctx context.Context, c restartCase) ([]Row, error
 	var rows []Row
 	var servings []float64
 	for _, size := range r.o.restartSizes() {
-		serving, caught, written, err := r.killAfterWriting(ctx, cl, c, size)
+		k, err := r.killAfterWriting(ctx, cl, c, size)
 		if err != nil {
 			return nil, err
 		}
+		serving, slowest, caught, written := medianOf(k.serving), slices.Max(k.serving), medianOf(k.caught), k.written
 		servings = append(servings, serving)
 		name := fmt.Sprintf("kill -9 of %v, after %d MiB written", c, written>>20)
-		r.logf("%s: serving after %.2fs, caught up after %.2fs (medians of %d kills)", name, serving, caught, r.o.restartKills())
+		r.logf("%s: serving after %.2fs (slowest %.2fs, first %.2fs), caught up after %.2fs (medians of %d kills)",
+			name, serving, slowest, k.serving[0], caught, r.o.restartKills())
 		kills := fmt.Sprintf("median of %d kills", r.o.restartKills())
+		target := fmt.Sprintf("≤ %.0f s", targetKillRestartSecs)
 		rows = append(rows, Row{Name: name + ": serving", LogStore: r.variant, Metric: "s", Raftmq: serving,
-			Target: fmt.Sprintf("≤ %.0f s", targetKillRestartSecs), Result: passIf(serving <= targetKillRestartSecs), Note: kills})
+			Target: target, Result: passIf(serving <= targetKillRestartSecs), Note: kills},
+			Row{Name: name + ": serving, slowest kill", LogStore: r.variant, Metric: "s", Raftmq: slowest,
+				Target: target, Result: passIf(slowest <= targetKillRestartSecs),
+				Note: fmt.Sprintf("slowest of %d kills (the first after the fill: %.2f s)", r.o.restartKills(), k.serving[0])})
 		if c.nodes > 1 {
 			rows = append(rows, Row{Name: name + ": caught up with the leader", LogStore: r.variant, Metric: "s",
 				Raftmq: caught, Target: "-", Result: "info", Note: kills})
@@ -152,31 +158,39 @@ func sizeList(sizes []int64) string {
 // waits for the kernel to write the fill back (sync), then restartKills
 // times SIGKILLs the victim (node 0 alone, or a follower), starts it again
 // and times it to serving and to applying what the leader had; it returns
-// the medians (restarts of tens of milliseconds vary by as much from one
-// kill to the next: a follower waits for the leader's next heartbeat, up
-// to 150 ms apart). Without the sync the first kills after a fill of
+// every kill's times, in order (the matrix reports medians, since restarts
+// of tens of milliseconds vary by as much from one kill to the next, and
+// the slowest: the first kill reads files the fill left cold in a page
+// cache smaller than the three nodes' data). Without the sync the first kills after a fill of
 // gigabytes time the disk writing the fill back (each restart's fsyncs
 // queue behind it), which depends on the fill, not on what is stored.
-func (r *runner) killAfterWriting(ctx context.Context, cl *nodeproc.Cluster, c restartCase, size int64) (serving, caught float64, written int64, err error) {
+func (r *runner) killAfterWriting(ctx context.Context, cl *nodeproc.Cluster, c restartCase, size int64) (kills, error) {
 	li, err := cl.Leader(ctx)
 	if err != nil {
-		return 0, 0, 0, err
+		return kills{}, err
 	}
 	if err := r.fillTo(ctx, cl, li, size, c.msgSize); err != nil {
-		return 0, 0, 0, err
+		return kills{}, err
 	}
 	synced := time.Now()
 	syscall.Sync()
 	r.logf("the fill's writeback took %.2fs (sync) before the kills", time.Since(synced).Seconds())
-	var servings, caughts []float64
+	var k kills
 	for range r.o.restartKills() {
 		s, cu, w, err := r.killOnce(ctx, cl)
 		if err != nil {
-			return 0, 0, 0, err
+			return kills{}, err
 		}
-		servings, caughts, written = append(servings, s), append(caughts, cu), w
+		k.serving, k.caught, k.written = append(k.serving, s), append(k.caught, cu), w
 	}
-	return medianOf(servings), medianOf(caughts), written, nil
+	return k, nil
+}
+
+// kills is what killAfterWriting measured: seconds to serving and to caught
+// up of each kill, in order, and the commitlog size at the last.
+type kills struct {
+	serving, caught []float64
+	written         int64
 }
 
 // restartPoll is how often killOnce asks a restarted node whether it
