@@ -382,6 +382,10 @@ func (r *Raft) sendLatestSnapshot(s *followerReplication) (bool, error) {
 	return false, nil
 }
 
+// heartbeatFastRetries is how many failed heartbeats in a row are retried
+// after failureWait before the backoff grows (raftmq fork; a multiple of 3).
+const heartbeatFastRetries = 24
+
 // heartbeat is used to periodically invoke AppendEntries on a peer
 // to ensure they don't time out. This is done async of replicate(),
 // since that routine could potentially be blocked on disk IO.
@@ -415,7 +419,12 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 
 		start := time.Now()
 		if err := r.trans.AppendEntries(peer.ID, peer.Address, &req, &resp); err != nil {
-			nextBackoffTime := cappedExponentialBackoff(failureWait, failures, maxFailureScale, r.config().HeartbeatTimeout/2)
+			// raftmq fork: the backoff starts growing after heartbeatFastRetries
+			// failures, not 3: a follower killed and restarted refuses
+			// connections for the tens of milliseconds it takes to start, and
+			// a backoff already at 40-80 ms when it listens again made it wait
+			// that long for its leader. A refused dial costs microseconds.
+			nextBackoffTime := cappedExponentialBackoff(failureWait, failures/(heartbeatFastRetries/3), maxFailureScale, r.config().HeartbeatTimeout/2)
 			r.logger.Error("failed to heartbeat to", "peer", peer.Address, "backoff time",
 				nextBackoffTime, "error", err)
 			r.observe(FailedHeartbeatObservation{PeerID: peer.ID, LastContact: s.LastContact()})
