@@ -32,6 +32,7 @@ type options struct {
 	Consume     int64          // messages the consume row reads at most
 	Profile     bool           // capture leader CPU profiles (extra, unmeasured runs)
 	Keep        bool           // keep data dirs and logs
+	KeepLogs    string         // copy the restart matrix's node logs here (empty: none)
 	Rows        *regexp.Regexp // only the A/B rows whose name matches (nil: all)
 	GroupCommit string         // TOML lines of raftmq's [group_commit] table (raftmq only: the Raft settings stay shared)
 	Steps       string         // comma-separated extra steps: halfmax,profile,consume,restart,restarts,scan ("all": every one)
@@ -58,6 +59,7 @@ func main() {
 	bolt := flag.Bool("boltdb", true, "also measure raft-boltdb as the Raft log store (full run only; the rows' default is raft-wal, the node's)")
 	baseline := flag.String("baseline", "", "git revision (e.g. 84a99e6) to build from a worktree and measure the async single-message and client-batched rows against, A/B in this run")
 	keep := flag.Bool("keep", false, "keep the data directories and node logs")
+	keepLogs := flag.String("keep-logs", "", "copy the restart matrix's node logs (info level) into this directory, one subdirectory per column, before its data is removed")
 	rows := flag.String("rows", "", "only the A/B rows whose name matches this regexp (e.g. 'synchronous|pipelined'); the other steps then run only if -steps names them")
 	steps := flag.String("steps", "", "extra steps after the A/B rows, comma-separated: halfmax,profile,consume,restart,restarts (kill -9 after 1, 4 and 16 GiB), scan (abnormal recovery scan vs read+CRC32C), all or none (default all; none with -rows)")
 	gc := flag.String("group-commit", "", "TOML body of the raftmq nodes' [group_commit] table, e.g. 'max_in_flight = 32' (raftmq only)")
@@ -111,7 +113,7 @@ func main() {
 		}
 		o.KillCases = re
 	}
-	o.Keep, o.Out, o.Args = *keep, *out, os.Args[1:]
+	o.Keep, o.KeepLogs, o.Out, o.Args = *keep, *keepLogs, *out, os.Args[1:]
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	rep, err := run(ctx, o)

@@ -87,7 +87,7 @@ func (r *runner) restartColumn(ctx context.Context, c restartCase) ([]Row, error
 	if !r.o.Keep {
 		defer os.RemoveAll(dir)
 	}
-	// Info: the logs (-keep) then show each restart's phases (recovery,
+	// Info: the logs (-keep, -keep-logs) then show each restart's phases (recovery,
 	// Raft's start-up, the first barrier).
 	args := []string{"--log-level", "info"}
 	if toml := r.o.storeTOML(); toml != "" {
@@ -110,6 +110,9 @@ func (r *runner) restartColumn(ctx context.Context, c restartCase) ([]Row, error
 		defer cancel()
 		if err := cl.Stop(sctx); err != nil {
 			r.logf("stopping the restart cluster: %v", err)
+		}
+		if err := r.keepLogs(cl, filepath.Base(dir)); err != nil {
+			r.logf("keeping the restart cluster's logs: %v", err)
 		}
 	}()
 	if _, err := cl.CLI(ctx, "topic", "create", restartTopic, "--queues", "8"); err != nil {
@@ -144,6 +147,30 @@ func (r *runner) restartColumn(ctx context.Context, c restartCase) ([]Row, error
 		LogStore: r.variant, Metric: "×", Raftmq: flat, Target: fmt.Sprintf("≤ %.1f", targetRestartFlatness),
 		Result: passIf(flat <= targetRestartFlatness)})
 	return rows, nil
+}
+
+// keepLogs copies cl's node logs into <-keep-logs>/<column>/ when the flag
+// is set: a full run cannot keep the columns' data (tens of GiB each), and
+// the logs are what attributes a slow restart.
+func (r *runner) keepLogs(cl *nodeproc.Cluster, column string) error {
+	if r.o.KeepLogs == "" {
+		return nil
+	}
+	dst := filepath.Join(r.o.KeepLogs, column)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, p := range cl.Nodes {
+		b, err := os.ReadFile(p.LogPath())
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(p.LogPath())), b, 0o644); err != nil {
+			return err
+		}
+	}
+	r.logf("restart cluster logs kept in %s", dst)
+	return nil
 }
 
 func sizeList(sizes []int64) string {
