@@ -197,3 +197,25 @@ func TestProfileGroups(t *testing.T) {
 		t.Fatalf("max 1: %q", got)
 	}
 }
+
+// TestProcessCPU: the restart matrix's quiet check reads a process's CPU
+// time from /proc; burning CPU in this process must show in it.
+func TestProcessCPU(t *testing.T) {
+	before, err := processCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x uint64
+	for start := time.Now(); time.Since(start) < 200*time.Millisecond; {
+		for i := 0; i < 1000; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	after, err := processCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before < 50*time.Millisecond {
+		t.Fatalf("CPU time went from %v to %v over 200 ms of spinning (x=%d)", before, after, x)
+	}
+}

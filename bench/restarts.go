@@ -182,7 +182,8 @@ func sizeList(sizes []int64) string {
 }
 
 // killAfterWriting fills cl's commitlog to size bytes with c's messages,
-// waits for the kernel to write the fill back (sync), then restartKills
+// waits for the kernel to write the fill back (sync) and for the nodes to
+// finish the background work it left (waitQuiet), then restartKills
 // times SIGKILLs the victim (node 0 alone, or a follower), starts it again
 // and times it to serving and to applying what the leader had; it returns
 // every kill's times, in order (the matrix reports medians, since restarts
@@ -202,6 +203,9 @@ func (r *runner) killAfterWriting(ctx context.Context, cl *nodeproc.Cluster, c r
 	synced := time.Now()
 	syscall.Sync()
 	r.logf("the fill's writeback took %.2fs (sync) before the kills", time.Since(synced).Seconds())
+	if err := r.waitQuiet(ctx, cl); err != nil {
+		return kills{}, err
+	}
 	var k kills
 	for range r.o.restartKills() {
 		s, cu, w, err := r.killOnce(ctx, cl)
@@ -218,6 +222,87 @@ func (r *runner) killAfterWriting(ctx context.Context, cl *nodeproc.Cluster, c r
 type kills struct {
 	serving, caught []float64
 	written         int64
+}
+
+// Quiet cluster: the kills wait until the nodes together used at most
+// quietCPU of CPU time in a quietWindow (at most quietWait). A fill leaves
+// background work behind it: each node's allocator pre-touching the
+// segment after the one the fill rolled to (a 1 GiB file faulted in page by
+// page), snapshots by log size. On this machine three nodes share two
+// cores, so the first kills after a fill restarted a follower while the
+// other two nodes' pre-touch took the CPU: 100-300 ms slower, at any size.
+// On a node's own machine that contention does not exist.
+const (
+	quietWindow = 500 * time.Millisecond
+	quietCPU    = 50 * time.Millisecond
+	quietWait   = time.Minute
+)
+
+// waitQuiet waits until cl's nodes are quiet (see quietWindow) and logs how
+// long that took.
+func (r *runner) waitQuiet(ctx context.Context, cl *nodeproc.Cluster) error {
+	started := time.Now()
+	prev, err := clusterCPU(cl)
+	if err != nil {
+		return err
+	}
+	for time.Since(started) < quietWait {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(quietWindow):
+		}
+		now, err := clusterCPU(cl)
+		if err != nil {
+			return err
+		}
+		if now-prev <= quietCPU {
+			r.logf("the nodes were quiet (%v of CPU in %v) %.2fs after the writeback", now-prev, quietWindow, time.Since(started).Seconds())
+			return nil
+		}
+		prev = now
+	}
+	r.logf("the nodes were not quiet after %v (more than %v of CPU in every %v): killing anyway", quietWait, quietCPU, quietWindow)
+	return nil
+}
+
+// clusterCPU is the CPU time (user and system) cl's node processes used so far.
+func clusterCPU(cl *nodeproc.Cluster) (time.Duration, error) {
+	var total time.Duration
+	for _, p := range cl.Nodes {
+		d, err := processCPU(p.PID())
+		if err != nil {
+			return 0, err
+		}
+		total += d
+	}
+	return total, nil
+}
+
+// processCPU reads utime+stime of pid from /proc/PID/stat (clock ticks of
+// 10 ms: USER_HZ is 100 on Linux).
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')') // the command name may hold spaces
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	var ticks int64
+	for _, field := range f[11:13] { // fields 14 and 15: utime, stime
+		n, err := strconv.ParseInt(field, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 // restartPoll is how often killOnce asks a restarted node whether it
