@@ -196,6 +196,7 @@ func BuildRaftConfig(cfg Config, logger hclog.Logger) *raft.Config {
 	t := cfg.Raft
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.HeartbeatTimeout, rc.ElectionTimeout = t.HeartbeatTimeout, t.ElectionTimeout
+	rc.HeartbeatInterval = t.HeartbeatInterval
 	rc.LeaderLeaseTimeout, rc.CommitTimeout = t.LeaderLeaseTimeout, t.CommitTimeout
 	rc.MaxAppendEntries, rc.BatchApplyCh = t.MaxAppendEntries, t.BatchApplyCh
 	rc.TrailingLogs, rc.SnapshotInterval, rc.SnapshotThreshold = t.TrailingLogs, t.SnapshotInterval, t.SnapshotThreshold

@@ -162,6 +162,68 @@ func TestHeartbeatRetriedAfterFailure(t *testing.T) {
 	}
 }
 
+// TestHeartbeatInterval: the leader heartbeats a follower every
+// Config.HeartbeatInterval (randomised up to twice that) whatever the
+// heartbeat timeout (the fork's patch 7; v1.8.0 always waited
+// HeartbeatTimeout/10). With a 20 s timeout and a 20 ms interval a follower
+// must hear many heartbeats in 2 s, not one.
+func TestHeartbeatInterval(t *testing.T) {
+	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := raft.DefaultConfig()
+	conf.LocalID = "a"
+	conf.Logger = hclog.NewNullLogger()
+	conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+	conf.HeartbeatInterval = 20 * time.Millisecond
+	conf.CommitTimeout = time.Minute
+	logs := raft.NewInmemStore()
+	r, err := raft.NewRaft(conf, &raft.MockFSM{}, logs, logs, raft.NewInmemSnapshotStore(), trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := r.Shutdown().Error(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: "a", Address: trans.LocalAddr()}}}).Error(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.LeaderCh():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no leader")
+	}
+	if err := r.ReloadConfig(raft.ReloadableConfig{
+		TrailingLogs: conf.TrailingLogs, SnapshotInterval: conf.SnapshotInterval, SnapshotThreshold: conf.SnapshotThreshold,
+		HeartbeatTimeout: 20 * time.Second, ElectionTimeout: 20 * time.Second,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddrs(t, 1)[0]
+	follower := startHeartbeatFollower(t, addr)
+	defer follower.kill()
+	if err := r.AddNonvoter("b", raft.ServerAddress(addr), 0, 10*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	follower.awaitHeartbeat(t, 10*time.Second)
+	heard := 0
+	for deadline := time.After(2 * time.Second); ; {
+		select {
+		case <-follower.heartbeats:
+			heard++
+			continue
+		case <-deadline:
+		}
+		break
+	}
+	if heard < 10 {
+		t.Fatalf("the follower heard %d heartbeats in 2 s with a 20 ms interval (20-40 ms apart), want at least 10", heard)
+	}
+}
+
 // heartbeatFollower answers every AppendEntries with success and reports the
 // heartbeats (no entries, no log position) it receives; kill closes its
 // listener and every connection it accepted, as the death of its process

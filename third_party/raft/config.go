@@ -150,6 +150,12 @@ type Config struct {
 	// from a leader before we attempt an election.
 	HeartbeatTimeout time.Duration
 
+	// HeartbeatInterval (raftmq fork) is how long the leader waits between
+	// heartbeats to a follower, randomised up to twice that; 0 keeps
+	// HeartbeatTimeout/10. It must be below HeartbeatTimeout. A follower that
+	// restarted learns of its leader at the next heartbeat.
+	HeartbeatInterval time.Duration
+
 	// ElectionTimeout specifies the time in candidate state without contact
 	// from a leader before we attempt an election.
 	ElectionTimeout time.Duration
@@ -371,6 +377,9 @@ func ValidateConfig(config *Config) error {
 	}
 	if config.HeartbeatTimeout < 5*time.Millisecond {
 		return fmt.Errorf("HeartbeatTimeout is too low")
+	}
+	if config.HeartbeatInterval < 0 || config.HeartbeatInterval >= config.HeartbeatTimeout {
+		return fmt.Errorf("HeartbeatInterval must be from 0 (HeartbeatTimeout/10) to below HeartbeatTimeout")
 	}
 	if config.ElectionTimeout < 5*time.Millisecond {
 		return fmt.Errorf("ElectionTimeout is too low")

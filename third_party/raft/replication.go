@@ -386,6 +386,15 @@ func (r *Raft) sendLatestSnapshot(s *followerReplication) (bool, error) {
 // after failureWait before the backoff grows (raftmq fork; a multiple of 3).
 const heartbeatFastRetries = 24
 
+// heartbeatInterval is conf's HeartbeatInterval, or HeartbeatTimeout/10
+// where it is 0 (raftmq fork).
+func heartbeatInterval(conf Config) time.Duration {
+	if conf.HeartbeatInterval > 0 {
+		return conf.HeartbeatInterval
+	}
+	return conf.HeartbeatTimeout / 10
+}
+
 // heartbeat is used to periodically invoke AppendEntries on a peer
 // to ensure they don't time out. This is done async of replicate(),
 // since that routine could potentially be blocked on disk IO.
@@ -407,7 +416,7 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 		if failures == 0 {
 			select {
 			case <-s.notifyCh:
-			case <-randomTimeout(r.config().HeartbeatTimeout / 10):
+			case <-randomTimeout(heartbeatInterval(r.config())):
 			case <-stopCh:
 				return
 			}
