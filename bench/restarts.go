@@ -128,8 +128,8 @@ func (r *runner) restartColumn(ctx context.Context, c restartCase) ([]Row, error
 		serving, slowest, caught, written := medianOf(k.serving), slices.Max(k.serving), medianOf(k.caught), k.written
 		servings = append(servings, serving)
 		name := fmt.Sprintf("kill -9 of %v, after %d MiB written", c, written>>20)
-		r.logf("%s: serving after %.2fs (slowest %.2fs, first %.2fs), caught up after %.2fs (medians of %d kills)",
-			name, serving, slowest, k.serving[0], caught, r.o.restartKills())
+		r.logf("%s: serving after %.2fs (each kill: %s), caught up after %.2fs (medians of %d kills)",
+			name, serving, secondsList(k.serving), caught, r.o.restartKills())
 		kills := fmt.Sprintf("median of %d kills", r.o.restartKills())
 		target := fmt.Sprintf("≤ %.0f s", targetKillRestartSecs)
 		rows = append(rows, Row{Name: name + ": serving", LogStore: r.variant, Metric: "s", Raftmq: serving,
@@ -171,6 +171,15 @@ func (r *runner) keepLogs(cl *nodeproc.Cluster, column string) error {
 	}
 	r.logf("restart cluster logs kept in %s", dst)
 	return nil
+}
+
+// secondsList formats seconds as "0.05 0.04 ..." (ms precision).
+func secondsList(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.FormatFloat(x, 'f', 3, 64)
+	}
+	return strings.Join(s, " ")
 }
 
 func sizeList(sizes []int64) string {
