@@ -23,7 +23,7 @@
 //     fails its read checks. They may run concurrently with writes.
 //   - Durability is Raft's: the store flushes in the background (commitlog,
 //     consume queues and checkpoint every FlushInterval or once FlushBytes
-//     of commitlog wait, the index every IndexFlushInterval) and never on
+//     of commitlog wait, the index every IndexFlushInterval or when idle) and never on
 //     the write path. Open recovers to the
 //     last complete, verified entry (normal recovery after Close, abnormal
 //     after a crash: the abort file is still there) and reports the applied

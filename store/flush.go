@@ -76,11 +76,17 @@ func (s *Store) flush() error {
 }
 
 // flushPeriodic is the service loop's flush: the index only every
-// IndexFlushInterval.
+// IndexFlushInterval, or once nothing was applied since the last checkpoint
+// (an idle store makes its index durable at once, and a crash after a burst
+// of writes then re-indexes nothing).
 func (s *Store) flushPeriodic() error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
-	return s.flushLocked(!s.ckptWritten || time.Since(s.idxFlushedAt) >= s.cfg.IndexFlushInterval)
+	s.mu.RLock()
+	end := s.applied.End
+	s.mu.RUnlock()
+	idle := s.ckptWritten && s.ckptOffset.Load() == end
+	return s.flushLocked(!s.ckptWritten || idle || time.Since(s.idxFlushedAt) >= s.cfg.IndexFlushInterval)
 }
 
 // flushLocked flushes the commitlog, the consume queues and, with

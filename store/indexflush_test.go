@@ -56,6 +56,16 @@ func TestIndexFlushLagsCheckpoint(t *testing.T) {
 		crashed := mem.CrashClone(vfs.CrashOptions{Mode: mode, Rand: rand.New(rand.NewSource(seed))})
 		_ = s.Close()
 		s = mustOpen(t, crashed, cfg)
+		// The re-indexed entries are durable when Open returns: a node
+		// killed again at once does not re-index them again.
+		after, err := recovery.ReadCheckpoint(crashed, cfg.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Index.ConfirmOffset != after.ConfirmOffset || after.ConfirmOffset != ckpt.ConfirmOffset {
+			t.Fatalf("seed %d mode %v: after recovery the checkpoint's index state covers %d of %d (before the crash %d): the re-indexed entries are not durable",
+				seed, mode, after.Index.ConfirmOffset, after.ConfirmOffset, ckpt.ConfirmOffset)
+		}
 		for k := 0; k < n; k++ {
 			label := fmt.Sprintf("seed %d mode %v message %d", seed, mode, k)
 			got, err := s.QueryByKey("ix", fmt.Sprintf("k%d", k), 4, 0, 1<<62)
@@ -70,6 +80,50 @@ func TestIndexFlushLagsCheckpoint(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestIndexDurableWhenIdle: the periodic flush leaves the index to every
+// IndexFlushInterval while writes go on, and flushes it at the first
+// periodic flush that finds nothing applied since the last checkpoint.
+func TestIndexDurableWhenIdle(t *testing.T) {
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	mem := vfs.NewMem()
+	cfg := smallConfig("/data/store")
+	s := mustOpen(t, mem, cfg)
+	defer s.Close()
+	if err := s.CreateTopic(header(1), TopicConfig{Name: "ix", Queues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	checkpoint := func() recovery.Checkpoint {
+		t.Helper()
+		ckpt, err := recovery.ReadCheckpoint(mem, cfg.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ckpt
+	}
+	for i := uint64(2); i < 40; i++ {
+		if _, err := s.AppendMessages(header(i), []message.Message{testMessage("ix", 0, int(i), rng)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if i == 10 {
+			if err := s.Flush(); err != nil { // index included
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.flushPeriodic(); err != nil {
+		t.Fatal(err)
+	}
+	if c := checkpoint(); c.Index.ConfirmOffset >= c.ConfirmOffset {
+		t.Fatalf("after writes the periodic flush synced the index (%d of %d): IndexFlushInterval not honoured", c.Index.ConfirmOffset, c.ConfirmOffset)
+	}
+	if err := s.flushPeriodic(); err != nil { // nothing applied since
+		t.Fatal(err)
+	}
+	if c := checkpoint(); c.Index.ConfirmOffset != c.ConfirmOffset {
+		t.Fatalf("an idle store's periodic flush left the index at %d of %d", c.Index.ConfirmOffset, c.ConfirmOffset)
 	}
 }
 
