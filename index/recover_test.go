@@ -33,6 +33,8 @@ func TestRecoverToMatchesRebuildInChunks(t *testing.T) {
 	cut := len(msgs) - 1 - r.Intn(len(msgs)/10)
 	slots := 2*recoverChunk/SlotSize + r.Intn(1000)
 	name := fmt.Sprintf("%d msgs, checkpoint after %d, %d slots", len(msgs), cut, slots)
+	// One file (RecoverTo reads only the newest) with more checkpointed
+	// entries than two chunks hold.
 	if st := recoverToMatchesRebuild(t, r, vfs.OS(), t.TempDir(), name, msgs, cut, slots, 400000); int(st.IndexCount) <= 2*recoverChunk/EntrySize {
 		t.Fatalf("%s: %d entries checkpointed, want more than two chunks (%d)", name, st.IndexCount, 2*recoverChunk/EntrySize)
 	}
@@ -59,9 +61,6 @@ func recoverToMatchesRebuild(t *testing.T, r *rand.Rand, fs vfs.FS, root, name s
 		case 1:
 			clear(b[p+r.Intn(EntrySize) : p+EntrySize])
 		}
-	}
-	if len(crashed.files) != 1 || int(st.IndexCount) <= 1 {
-		t.Fatalf("%s: %d files, %d entries checkpointed: the case does not exercise RecoverTo", name, len(crashed.files), st.IndexCount)
 	}
 	if err := crashed.RecoverTo(st); err != nil {
 		t.Fatalf("%s: %v", name, err)
