@@ -14,7 +14,9 @@ import (
 // stores, one ten times the other, each get the same tail of entries after
 // their last checkpoint. After a kill (abort file left, files in the page
 // cache) recovery must scan from the checkpoint and replay exactly the tail;
-// after a clean shutdown it must replay nothing. Real files and mappings.
+// killed again at once it must replay nothing (the restart wrote back what
+// it replayed before it opened); after a clean shutdown it must replay
+// nothing. Real files and mappings.
 // BenchmarkRecoveryRestart measures the time of the same restarts.
 func TestRestartWorkIndependentOfSize(t *testing.T) {
 	const tail = 7
@@ -44,6 +46,23 @@ func TestRestartWorkIndependentOfSize(t *testing.T) {
 			}
 			if idx, _ := s.Applied(); idx != applied {
 				t.Fatalf("applied index %d, want %d", idx, applied)
+			}
+			checkRestartKeys(t, s, next+tail)
+
+			// Killed again at once: the restart wrote back what it replayed
+			// and re-indexed before Open returned, so nothing is done twice.
+			ck, err := recovery.ReadCheckpoint(vfs.OS(), cfg.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ck.ConfirmOffset != end || ck.Index.ConfirmOffset != end {
+				t.Fatalf("after the restart the checkpoint covers %d (index %d), want %d", ck.ConfirmOffset, ck.Index.ConfirmOffset, end)
+			}
+			abandon(s)
+			s = mustOpen(t, vfs.OS(), cfg)
+			if p := s.RecoveryPlan(); p.Mode != recovery.Abnormal || p.ScanFrom != end || p.Entries != 0 || s.recoveryReplayed != 0 {
+				t.Fatalf("after a second kill: mode %v, scan from %d (end %d), verified %d, replayed %d; want abnormal, nothing replayed",
+					p.Mode, p.ScanFrom, end, p.Entries, s.recoveryReplayed)
 			}
 			checkRestartKeys(t, s, next+tail)
 			if err := s.Close(); err != nil {

@@ -75,22 +75,22 @@ type Store struct {
 	// idxDurable is the index state of the last index flush and
 	// idxFlushedAt its time (flushMu): a checkpoint written without an
 	// index flush carries idxDurable.
-	idxDurable        recovery.IndexState
-	idxFlushedAt      time.Time
-	flushedOffset     atomic.Int64 // commitlog durable up to here
-	ckptOffset        atomic.Int64 // confirmOffset of the last checkpoint written
-	closed            atomic.Bool
-	failure           atomic.Pointer[error] // set once by failClosed
-	rebuildMarked     atomic.Bool           // a read found derived data damaged: marker written
-	counters          counters
-	timerMu           sync.Mutex
-	timerCh           chan struct{} // ScheduleChanged's; nil until asked for
-	newDue            int64         // TakeNewDue's (timerMu)
-	plan              recovery.Plan
-	recoveryDuration  time.Duration
-	recoveryReplayed  int                  // entries the last Open replayed (tail, lag repair, rebuild)
-	recoveryReindexed int                  // of which only re-indexed below the checkpoint
-	recovered         *recoveredCheckpoint // set by Open, taken by the service goroutine
+	idxDurable       recovery.IndexState
+	idxFlushedAt     time.Time
+	flushedOffset    atomic.Int64 // commitlog durable up to here
+	ckptOffset       atomic.Int64 // confirmOffset of the last checkpoint written
+	closed           atomic.Bool
+	failure          atomic.Pointer[error] // set once by failClosed
+	rebuildMarked    atomic.Bool           // a read found derived data damaged: marker written
+	counters         counters
+	timerMu          sync.Mutex
+	timerCh          chan struct{} // ScheduleChanged's; nil until asked for
+	newDue           int64         // TakeNewDue's (timerMu)
+	plan             recovery.Plan
+	recoveryDuration time.Duration
+	recoveryReplayed int                  // entries the last Open replayed (tail, lag repair, rebuild)
+	recoveryRepaired int                  // of which replayed to repair lagging queues
+	recovered        *recoveredCheckpoint // set by Open, taken by the service goroutine
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -316,13 +316,15 @@ func (s *Store) apply(p *recovery.Plan) error {
 	s.logger.Info("recovered", "mode", p.Mode.String(), "confirmOffset", p.ConfirmOffset, "appliedIndex", p.Last.RaftIndex,
 		"tail", p.Tail.String(), "entriesVerified", p.Entries, "MB/s", mbPerSec(p.Bytes, replay), "duration", s.recoveryDuration)
 	s.logger.Debug("recovery phases", "prepare", prepare, "verifyAndReplay", replay, "truncate", truncate)
-	if s.recoveryReplayed > s.recoveryReindexed && !rebuilt {
-		// Writing back what was replayed can take long (the rebuilt queues
-		// and index of a whole commitlog): the service goroutine does it.
-		// Entries only re-indexed are written back below, before Open
-		// returns: their index pages (at most IndexFlushInterval's worth)
-		// take tens of milliseconds, and a node killed again before a
-		// checkpoint in the background re-indexed them at every start.
+	if s.recoveryReplayed > 0 && (p.Bytes > inlineRecoveredTail || s.recoveryRepaired > 0) && !rebuilt {
+		// Writing back what was replayed can take long (the repaired queues
+		// of a whole commitlog, a tail with no checkpoint below it): the
+		// service goroutine does it. A short tail and what was re-indexed
+		// below the checkpoint are written back below, before Open returns:
+		// their pages (a flush interval's worth, the index pages of at most
+		// IndexFlushInterval's) take tens of milliseconds, and a node killed
+		// again before a checkpoint in the background replayed and
+		// re-indexed the same entries at every start.
 		ckpt, segs := s.captureCheckpoint()
 		s.recovered = &recoveredCheckpoint{ckpt: ckpt, segs: segs}
 		return nil
@@ -352,14 +354,20 @@ func (s *Store) recoverToCheckpoint(p *recovery.Plan, rp *recovery.Replay) (rebu
 		return rebuilt, err
 	}
 	if !rebuilt {
-		before := rp.Replayed
 		if err := rp.Reindex(p); err != nil {
 			return false, err
 		}
-		s.recoveryReindexed = rp.Replayed - before
 	}
-	return s.repairLagging(rp, rebuilt, p.ScanFrom)
+	before := rp.Replayed
+	rebuilt, err = s.repairLagging(rp, rebuilt, p.ScanFrom)
+	s.recoveryRepaired = rp.Replayed - before
+	return rebuilt, err
 }
+
+// inlineRecoveredTail is the most tail (commitlog bytes above the
+// checkpoint) whose replay Open writes back itself (see apply): a flush
+// interval's worth is a few MiB (FlushBytes).
+const inlineRecoveredTail = 64 << 20
 
 // repairLagging rebuilds the queues that hold fewer units than the queue
 // table says. The rebuild marker goes first (synced with its directory):
