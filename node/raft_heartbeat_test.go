@@ -25,32 +25,7 @@ import (
 // newer leader's next replicating AppendEntries, which the main loop
 // handles, makes the change.
 func TestHeartbeatFastPathNeverChangesTerm(t *testing.T) {
-	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 5*time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := raft.DefaultConfig()
-	conf.LocalID = "a"
-	conf.Logger = hclog.NewNullLogger()
-	conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
-	logs := raft.NewInmemStore()
-	r, err := raft.NewRaft(conf, &raft.MockFSM{}, logs, logs, raft.NewInmemSnapshotStore(), trans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := r.Shutdown().Error(); err != nil {
-			t.Error(err)
-		}
-	}()
-	if err := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: "a", Address: trans.LocalAddr()}}}).Error(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-r.LeaderCh():
-	case <-time.After(10 * time.Second):
-		t.Fatal("no leader")
-	}
+	r, trans := soloLeader(t, nil)
 	term := func() uint64 {
 		n, err := strconv.ParseUint(r.Stats()["term"], 10, 64)
 		if err != nil {
@@ -93,40 +68,11 @@ func TestHeartbeatFastPathNeverChangesTerm(t *testing.T) {
 // (intervals of 2-4 s) the restarted follower must hear a heartbeat soon
 // after it listens again.
 func TestHeartbeatRetriedAfterFailure(t *testing.T) {
-	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 5*time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := raft.DefaultConfig()
-	conf.LocalID = "a"
-	conf.Logger = hclog.NewNullLogger()
-	conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
-	conf.CommitTimeout = time.Minute // only heartbeats reach the follower once it has the log
-	logs := raft.NewInmemStore()
-	r, err := raft.NewRaft(conf, &raft.MockFSM{}, logs, logs, raft.NewInmemSnapshotStore(), trans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := r.Shutdown().Error(); err != nil {
-			t.Error(err)
-		}
-	}()
-	if err := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: "a", Address: trans.LocalAddr()}}}).Error(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-r.LeaderCh():
-	case <-time.After(10 * time.Second):
-		t.Fatal("no leader")
-	}
+	r, _ := soloLeader(t, func(conf *raft.Config) {
+		conf.CommitTimeout = time.Minute // only heartbeats reach the follower once it has the log
+	})
 	const heartbeatTimeout = 20 * time.Second
-	if err := r.ReloadConfig(raft.ReloadableConfig{
-		TrailingLogs: conf.TrailingLogs, SnapshotInterval: conf.SnapshotInterval, SnapshotThreshold: conf.SnapshotThreshold,
-		HeartbeatTimeout: heartbeatTimeout, ElectionTimeout: heartbeatTimeout,
-	}); err != nil {
-		t.Fatal(err)
-	}
+	slowHeartbeatTimeout(t, r, heartbeatTimeout)
 	failed := make(chan raft.Observation, 16)
 	r.RegisterObserver(raft.NewObserver(failed, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.FailedHeartbeatObservation)
@@ -168,40 +114,11 @@ func TestHeartbeatRetriedAfterFailure(t *testing.T) {
 // HeartbeatTimeout/10). With a 20 s timeout and a 20 ms interval a follower
 // must hear many heartbeats in 2 s, not one.
 func TestHeartbeatInterval(t *testing.T) {
-	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 5*time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := raft.DefaultConfig()
-	conf.LocalID = "a"
-	conf.Logger = hclog.NewNullLogger()
-	conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
-	conf.HeartbeatInterval = 20 * time.Millisecond
-	conf.CommitTimeout = time.Minute
-	logs := raft.NewInmemStore()
-	r, err := raft.NewRaft(conf, &raft.MockFSM{}, logs, logs, raft.NewInmemSnapshotStore(), trans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := r.Shutdown().Error(); err != nil {
-			t.Error(err)
-		}
-	}()
-	if err := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: "a", Address: trans.LocalAddr()}}}).Error(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-r.LeaderCh():
-	case <-time.After(10 * time.Second):
-		t.Fatal("no leader")
-	}
-	if err := r.ReloadConfig(raft.ReloadableConfig{
-		TrailingLogs: conf.TrailingLogs, SnapshotInterval: conf.SnapshotInterval, SnapshotThreshold: conf.SnapshotThreshold,
-		HeartbeatTimeout: 20 * time.Second, ElectionTimeout: 20 * time.Second,
-	}); err != nil {
-		t.Fatal(err)
-	}
+	r, _ := soloLeader(t, func(conf *raft.Config) {
+		conf.HeartbeatInterval = 20 * time.Millisecond
+		conf.CommitTimeout = time.Minute
+	})
+	slowHeartbeatTimeout(t, r, 20*time.Second)
 	addr := freeAddrs(t, 1)[0]
 	follower := startHeartbeatFollower(t, addr)
 	defer follower.kill()
@@ -221,6 +138,55 @@ func TestHeartbeatInterval(t *testing.T) {
 	}
 	if heard < 10 {
 		t.Fatalf("the follower heard %d heartbeats in 2 s with a 20 ms interval (20-40 ms apart), want at least 10", heard)
+	}
+}
+
+// soloLeader starts a Raft server "a" over TCP with in-memory stores, 50 ms
+// timeouts changed by tune, bootstraps it as the only voter and waits until
+// it leads; it shuts down when the test ends.
+func soloLeader(t *testing.T, tune func(*raft.Config)) (*raft.Raft, *raft.NetworkTransport) {
+	t.Helper()
+	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := raft.DefaultConfig()
+	conf.LocalID = "a"
+	conf.Logger = hclog.NewNullLogger()
+	conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+	if tune != nil {
+		tune(conf)
+	}
+	logs := raft.NewInmemStore()
+	r, err := raft.NewRaft(conf, &raft.MockFSM{}, logs, logs, raft.NewInmemSnapshotStore(), trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Shutdown().Error(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: "a", Address: trans.LocalAddr()}}}).Error(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.LeaderCh():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no leader")
+	}
+	return r, trans
+}
+
+// slowHeartbeatTimeout raises r's heartbeat and election timeouts once it
+// leads (a lone voter elected itself after the short ones): the heartbeat
+// interval that derives from them is then a tenth of timeout.
+func slowHeartbeatTimeout(t *testing.T, r *raft.Raft, timeout time.Duration) {
+	t.Helper()
+	rc := r.ReloadableConfig()
+	rc.HeartbeatTimeout, rc.ElectionTimeout = timeout, timeout
+	if err := r.ReloadConfig(rc); err != nil {
+		t.Fatal(err)
 	}
 }
 
