@@ -44,10 +44,7 @@ func (s *Store) serviceLoop() {
 
 // flushLag is how many applied commitlog bytes are not flushed yet.
 func (s *Store) flushLag() int64 {
-	s.mu.RLock()
-	end := s.applied.End
-	s.mu.RUnlock()
-	return end - s.flushedOffset.Load()
+	return s.ConfirmOffset() - s.flushedOffset.Load()
 }
 
 // Flush makes everything applied so far durable and writes the checkpoint.
@@ -82,10 +79,7 @@ func (s *Store) flush() error {
 func (s *Store) flushPeriodic() error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
-	s.mu.RLock()
-	end := s.applied.End
-	s.mu.RUnlock()
-	idle := s.ckptWritten && s.ckptOffset.Load() == end
+	idle := s.ckptWritten && s.ckptOffset.Load() == s.ConfirmOffset()
 	return s.flushLocked(!s.ckptWritten || idle || time.Since(s.idxFlushedAt) >= s.cfg.IndexFlushInterval)
 }
 
