@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/raftmq/raftmq/meta"
 )
@@ -88,3 +89,9 @@ var (
 	// ErrSyncFailed) it is not waited out by reopening: the node stops.
 	ErrSyncFailed = errors.New("store: sync of written data failed")
 )
+
+// ErrNotApplied: a commitlog offset lies at or beyond the end this store has
+// applied. A lagging replica says so about an offset its leader may already
+// hold, so only a store that has applied every committed entry (the verified
+// leader's) may take it for a bad offset. It wraps ErrBadOffset.
+var ErrNotApplied = fmt.Errorf("%w: beyond the applied log", ErrBadOffset)

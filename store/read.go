@@ -203,7 +203,7 @@ func (s *Store) readQueue(q *consumequeue.Queue, res GetResult, offset int64, ma
 // readMessage copies the record at phy out of the mapping (segMu held).
 func (s *Store) readMessage(phy int64) (Message, error) {
 	if phy >= s.ConfirmOffset() {
-		return Message{}, fmt.Errorf("%w: %d is beyond the applied log", ErrBadOffset, phy)
+		return Message{}, fmt.Errorf("%w: %d", ErrNotApplied, phy)
 	}
 	r, err := s.log.ReadRecord(phy)
 	if err != nil {

@@ -11,22 +11,6 @@ import (
 	"github.com/raftmq/raftmq/store"
 )
 
-// leaderRead lets only the verified leader answer a read that must not go
-// back in time (committed offsets). forwarded is true when this node may
-// not answer: resp and err are then the answer of the leader (or the
-// reason it could not be asked).
-func leaderRead[R any](s *Server, ctx context.Context, call func(context.Context, pb.RaftMQClient) (R, error)) (resp R, forwarded bool, err error) {
-	lr, ok := s.b.(LeaderReader)
-	if !ok {
-		return resp, false, nil
-	}
-	if verr := lr.VerifyLeaderRead(ctx); verr != nil {
-		resp, err = forward(s, ctx, verr, call)
-		return resp, true, err
-	}
-	return resp, false, nil
-}
-
 // ListGroups lists the consumer groups with committed offsets, the topics
 // they have them in and their total lag (a leader read).
 func (s *Server) ListGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb.ListGroupsResponse, error) {

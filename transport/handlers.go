@@ -204,8 +204,13 @@ func (s *Server) QueryByMsgID(ctx context.Context, req *pb.QueryByMsgIDRequest) 
 		}
 	}
 	if _, phy, err := message.ParseOffsetMsgID(req.GetMsgId()); err == nil {
-		if m, err := st.LookupByOffset(phy); err == nil &&
-			strings.EqualFold(FromStoreMessage(m).GetOffsetMsgId(), req.GetMsgId()) &&
+		m, resp, fwd, err := lookupApplied(s, ctx, phy, func(ctx context.Context, c pb.RaftMQClient) (*pb.QueryMessagesResponse, error) {
+			return c.QueryByMsgID(ctx, req)
+		})
+		if fwd {
+			return resp, err
+		}
+		if err == nil && strings.EqualFold(FromStoreMessage(m).GetOffsetMsgId(), req.GetMsgId()) &&
 			(req.GetTopic() == "" || m.Topic == req.GetTopic()) {
 			add([]store.Message{m})
 		}
@@ -235,7 +240,12 @@ func (s *Server) QueryByOffset(ctx context.Context, req *pb.QueryByOffsetRequest
 	if err := validOffset("physical offset", req.GetPhysicalOffset()); err != nil {
 		return nil, err
 	}
-	m, err := s.b.Reader().LookupByOffset(req.GetPhysicalOffset())
+	m, resp, fwd, err := lookupApplied(s, ctx, req.GetPhysicalOffset(), func(ctx context.Context, c pb.RaftMQClient) (*pb.QueryMessagesResponse, error) {
+		return c.QueryByOffset(ctx, req)
+	})
+	if fwd {
+		return resp, err
+	}
 	if err != nil {
 		return nil, toStatus(err)
 	}
