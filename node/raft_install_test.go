@@ -81,6 +81,60 @@ func TestStartWithLogBehindSnapshot(t *testing.T) {
 	}
 }
 
+// TestInstallStaleSnapshotKeepsAppliedEntries: a follower installed a
+// snapshot (index 5), then applied entries 6..10 after it, and the leader
+// sends the same snapshot again (found by the chaos suite: a leader whose
+// replication state for a rejoined member was stale re-sent a snapshot that
+// member had installed and applied past). The follower's log no longer held
+// entry 5, so the fork's patch 1 removed its whole log and restored the
+// snapshot: entries it had acknowledged (a consumer group's commits) were
+// gone, and it refused the AppendEntries after 10 that the leader had in
+// flight. A stale snapshot is now ignored, and the leader goes on after it. In "compacted" the follower
+// also took a snapshot of its own at 10 and kept no log after it, so
+// AppendEntries after 5 finds neither entry 5 nor 6..10 in its log.
+func TestInstallStaleSnapshotKeepsAppliedEntries(t *testing.T) {
+	for _, kind := range []string{LogStoreWAL, LogStoreBolt} {
+		for _, compacted := range []bool{false, true} {
+			name := kind
+			if compacted {
+				name += "/compacted"
+			}
+			t.Run(name, func(t *testing.T) {
+				store, err := OpenRaftStore(kind, t.TempDir(), hclog.NewNullLogger())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer store.Close()
+				fsm := &indexFSM{}
+				f := newScriptedFollower(t, store, fsm)
+				f.installSnapshot(1, 5, 1, seq(2, 5))
+				waitApplied(t, fsm, seq(2, 5))
+				f.appendEntries(1, 5, 1, f.entries(1, 6, 10), 10)
+				waitApplied(t, fsm, seq(2, 10))
+				if compacted {
+					rc := f.r.ReloadableConfig()
+					rc.TrailingLogs = 0
+					if err := f.r.ReloadConfig(rc); err != nil {
+						t.Fatal(err)
+					}
+					if err := f.r.Snapshot().Error(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				f.installSnapshot(1, 5, 1, seq(2, 5))
+				// What the leader had in flight goes on after 10; then it
+				// resumes after the snapshot it sent.
+				f.appendEntries(1, 10, 1, f.entries(1, 11, 12), 12)
+				f.appendEntries(1, 5, 1, f.entries(1, 6, 13), 13)
+				waitApplied(t, fsm, seq(2, 13))
+				if n := fsm.restoreCount(); n != 1 {
+					t.Fatalf("FSM restored %d times, want once (the stale snapshot must not be restored)", n)
+				}
+			})
+		}
+	}
+}
+
 func installBehindLog(t *testing.T, kind string, conflicting bool) {
 	store, err := OpenRaftStore(kind, t.TempDir(), hclog.NewNullLogger())
 	if err != nil {
@@ -223,8 +277,15 @@ func waitApplied(t *testing.T, fsm *indexFSM, want []uint64) {
 
 // indexFSM's state is the list of command indexes applied since its base.
 type indexFSM struct {
-	mu      sync.Mutex
-	applied []uint64
+	mu       sync.Mutex
+	applied  []uint64
+	restores int
+}
+
+func (m *indexFSM) restoreCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.restores
 }
 
 func (m *indexFSM) Apply(l *raft.Log) any {
@@ -251,6 +312,7 @@ func (m *indexFSM) Restore(rc io.ReadCloser) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.applied = s
+	m.restores++
 	return nil
 }
 

@@ -1513,15 +1513,24 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 			prevLogTerm = lastTerm
 		} else {
 			var prevLog Log
-			if err := r.logs.GetLog(a.PrevLogEntry, &prevLog); err != nil {
+			if err := r.logs.GetLog(a.PrevLogEntry, &prevLog); err != nil && a.PrevLogEntry <= r.getLastApplied() {
+				// raftmq fork: an entry this node has applied but no
+				// longer holds (compacted into its snapshot, or below a
+				// snapshot it installed) is the leader's entry at that
+				// index: applied entries are committed, and committed
+				// entries are the same on every node. (Not the commit
+				// index: after an install it can lie above the log.)
+				prevLogTerm = a.PrevLogTerm
+			} else if err != nil {
 				r.logger.Warn("failed to get previous log",
 					"previous-index", a.PrevLogEntry,
 					"last-index", lastIdx,
 					"error", err)
 				resp.NoRetryBackoff = true
 				return
+			} else {
+				prevLogTerm = prevLog.Term
 			}
-			prevLogTerm = prevLog.Term
 		}
 
 		if a.PrevLogTerm != prevLogTerm {
@@ -1546,7 +1555,9 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 				break
 			}
 			var storeEntry Log
-			if err := r.logs.GetLog(entry.Index, &storeEntry); err != nil {
+			if err := r.logs.GetLog(entry.Index, &storeEntry); err != nil && entry.Index <= r.getLastApplied() {
+				continue // raftmq fork: an applied entry this node no longer holds (see above)
+			} else if err != nil {
 				r.logger.Warn("failed to get log entry",
 					"index", entry.Index,
 					"error", err)
@@ -1889,6 +1900,22 @@ func (r *Raft) installSnapshot(rpc RPC, req *InstallSnapshotRequest) {
 		r.setLeader(r.trans.DecodePeer(req.Addr), ServerID(req.ID))
 	} else {
 		r.setLeader(r.trans.DecodePeer(req.Leader), ServerID(req.ID))
+	}
+
+	// raftmq fork: a snapshot that ends at or below what this node has
+	// applied holds nothing new. Its entries are committed, so they are
+	// the ones this node applied; restoring it would roll the FSM back and
+	// drop the log after it where the log no longer holds the snapshot's
+	// last entry (a leader re-sent a stale snapshot after this node had
+	// installed the same one and appended past it: the node lost entries it
+	// had acknowledged). Keep state and log; the deferred copy drains the
+	// stream, and AppendEntries resumes after the snapshot.
+	if applied := r.getLastApplied(); req.LastLogIndex <= applied {
+		r.logger.Info("ignoring a snapshot this node has applied past",
+			"snapshot-index", req.LastLogIndex, "applied-index", applied)
+		resp.Success = true
+		r.setLastContact()
+		return
 	}
 
 	// Create a new snapshot
