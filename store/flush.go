@@ -56,12 +56,21 @@ func (s *Store) Flush() error {
 }
 
 // FlushTo makes the commitlog durable at least up to offset and writes a
-// checkpoint covering it (Persist calls it before Raft may compact).
+// checkpoint covering it (Persist calls it before Raft may compact). The
+// index is left to its own schedule (IndexFlushInterval): the checkpoint
+// carries the index state of its last flush and recovery re-indexes from
+// the durable commitlog, so a snapshot, taken every few seconds under load,
+// does not also rewrite the slot table.
 func (s *Store) FlushTo(offset int64) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	if s.ckptOffset.Load() >= offset {
 		return nil
 	}
-	return s.Flush()
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	return s.flushLocked(!s.ckptWritten)
 }
 
 // flush makes everything durable, the index included (Flush, Close,

@@ -11,12 +11,25 @@ import (
 	"github.com/raftmq/raftmq/vfs"
 )
 
-// The periodic flush leaves the index to every IndexFlushInterval while the
-// checkpoint moves on; a power loss then takes the unsynced index pages,
-// and recovery re-indexes from the checkpoint's index state: every message
-// is found by key and by UNIQ_KEY again, exactly once.
+// The periodic flush and a snapshot's (FlushTo) leave the index to every
+// IndexFlushInterval while the checkpoint moves on; a power loss then takes
+// the unsynced index pages, and recovery re-indexes from the checkpoint's
+// index state: every message is found by key and by UNIQ_KEY again,
+// exactly once.
 func TestIndexFlushLagsCheckpoint(t *testing.T) {
 	seed := testSeed(t)
+	// The flush between the index flushes: the service loop's, or a
+	// snapshot's (FlushTo).
+	flushes := map[string]func(s *Store) error{
+		"periodic": func(s *Store) error { return s.flushPeriodic() },
+		"FlushTo":  func(s *Store) error { return s.FlushTo(s.ConfirmOffset()) },
+	}
+	for _, name := range []string{"periodic", "FlushTo"} {
+		t.Run(name, func(t *testing.T) { indexFlushLagsCheckpoint(t, seed, flushes[name]) })
+	}
+}
+
+func indexFlushLagsCheckpoint(t *testing.T, seed int64, lagging func(s *Store) error) {
 	for _, mode := range []vfs.CrashMode{vfs.DropUnsynced, vfs.TearUnsynced} {
 		rng := rand.New(rand.NewSource(seed))
 		mem := vfs.NewMem()
@@ -43,7 +56,7 @@ func TestIndexFlushLagsCheckpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		appendSome(20, 60)
-		if err := s.flushPeriodic(); err != nil {
+		if err := lagging(s); err != nil {
 			t.Fatal(err)
 		}
 		ckpt, err := recovery.ReadCheckpoint(mem, cfg.Dir)
