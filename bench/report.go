@@ -177,6 +177,7 @@ func (rep *report) markdown() string {
 			pair(r, msgs, "%.0f"), pair(r, mbps, "%.1f"), pair(r, p50, "%.2f"), pair(r, p99, "%.2f"),
 			pair(r, func(s Summary) float64 { return s.P999 }, "%.2f"), pair(r, writeAmp, "%.2f"), r.Note)
 	}
+	b.WriteString(diskFilesTable(rep.Rows))
 	for _, p := range rep.Profiles {
 		fmt.Fprintf(&b, "\n### CPU profile: %s\n\n```\n%s\n```\n", p.Title, p.Top)
 	}

@@ -49,15 +49,21 @@ type Summary struct {
 	// WriteAmp is the largest DiskBytes over the acknowledged message body
 	// bytes (Count × message size): disk bytes per body byte per node.
 	WriteAmp float64 `json:"write_amp,omitempty"`
+	// DiskByFile is what the busiest node (the one WriteAmp counts) wrote
+	// by file class over the run, from its raftmq_disk_write_bytes_total;
+	// empty for the ceiling, which has no such meter.
+	DiskByFile map[string]int64 `json:"disk_by_file,omitempty"`
 }
 
-// diskMeter reads write_bytes of every node process of c now; done reads
-// them again and fills s.DiskBytes and s.WriteAmp for msgSize-byte
-// messages. A process whose /proc/PID/io cannot be read (it restarted, or
-// no accounting) leaves the summary without them.
+// diskMeter reads write_bytes of every node process of c (and the nodes'
+// disk meters, where they have one) now; done reads them again and fills
+// s.DiskBytes, s.WriteAmp and s.DiskByFile for msgSize-byte messages. A
+// process whose /proc/PID/io cannot be read (it restarted, or no
+// accounting) leaves the summary without them.
 func diskMeter(c *nodeproc.Cluster) (done func(s *Summary, msgSize int)) {
 	before := make([]int64, len(c.Nodes))
 	pids := make([]int, len(c.Nodes))
+	filesBefore := scrapeDiskFiles(c)
 	ok := true
 	for i, n := range c.Nodes {
 		pids[i] = n.PID()
@@ -82,6 +88,8 @@ func diskMeter(c *nodeproc.Cluster) (done func(s *Summary, msgSize int)) {
 		if body := s.Count * int64(msgSize); body > 0 {
 			s.WriteAmp = float64(slices.Max(disk)) / float64(body)
 		}
+		busiest := slices.Index(disk, slices.Max(disk))
+		s.DiskByFile = diskFilesDelta(filesBefore, scrapeDiskFiles(c), busiest)
 	}
 }
 
