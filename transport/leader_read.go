@@ -9,9 +9,10 @@ import (
 )
 
 // leaderRead lets only the verified leader answer a read that must not go
-// back in time (committed offsets). forwarded is true when this node may
-// not answer: resp and err are then the answer of the leader (or the
-// reason it could not be asked).
+// back in time (committed offsets; lookups beyond this node's applied log,
+// lookupApplied). forwarded is true when this node may not answer: resp and
+// err are then the answer of the leader (or the reason it could not be
+// asked).
 func leaderRead[R any](s *Server, ctx context.Context, call func(context.Context, pb.RaftMQClient) (R, error)) (resp R, forwarded bool, err error) {
 	lr, ok := s.b.(LeaderReader)
 	if !ok {
