@@ -55,11 +55,7 @@ func TestInstallSnapshotBehindFollowerLog(t *testing.T) {
 func TestStartWithLogBehindSnapshot(t *testing.T) {
 	for _, kind := range []string{LogStoreWAL, LogStoreBolt} {
 		t.Run(kind, func(t *testing.T) {
-			store, err := OpenRaftStore(kind, t.TempDir(), hclog.NewNullLogger())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
+			store := openTestRaftStore(t, kind)
 			fsm := &indexFSM{}
 			snaps := raft.NewInmemSnapshotStore()
 			f := newScriptedFollowerWith(t, store, fsm, snaps, func(f *scriptedFollower) {
@@ -100,11 +96,7 @@ func TestInstallStaleSnapshotKeepsAppliedEntries(t *testing.T) {
 				name += "/compacted"
 			}
 			t.Run(name, func(t *testing.T) {
-				store, err := OpenRaftStore(kind, t.TempDir(), hclog.NewNullLogger())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer store.Close()
+				store := openTestRaftStore(t, kind)
 				fsm := &indexFSM{}
 				f := newScriptedFollower(t, store, fsm)
 				f.installSnapshot(1, 5, 1, seq(2, 5))
@@ -136,11 +128,7 @@ func TestInstallStaleSnapshotKeepsAppliedEntries(t *testing.T) {
 }
 
 func installBehindLog(t *testing.T, kind string, conflicting bool) {
-	store, err := OpenRaftStore(kind, t.TempDir(), hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openTestRaftStore(t, kind)
 	fsm := &indexFSM{}
 	f := newScriptedFollower(t, store, fsm)
 
@@ -161,6 +149,19 @@ func installBehindLog(t *testing.T, kind string, conflicting bool) {
 	last := prev + 2
 	f.appendEntries(nextTerm, prev, snapTerm, f.entries(nextTerm, prev+1, last), last)
 	waitApplied(t, fsm, seq(2, last))
+}
+
+// openTestRaftStore opens a Raft log store of kind in a temporary
+// directory, closed when the test ends (after the follower's Raft, whose
+// cleanup is registered later and runs first).
+func openTestRaftStore(t *testing.T, kind string) RaftStore {
+	t.Helper()
+	store, err := OpenRaftStore(kind, t.TempDir(), hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	return store
 }
 
 // scriptedFollower is a raft.Raft follower "f" whose leader "l" is the test.
