@@ -136,30 +136,41 @@ func OpenRaftStoreWith(kind, dir string, o RaftStoreOptions) (RaftStore, error) 
 		if logger == nil {
 			logger = hclog.NewNullLogger()
 		}
-		// Our own MetaStore, closed by walStore.Close: raft-wal v0.4.0's
-		// Close leaves its metadata bolt file open, flock held, so opening
-		// the same dir again in this process (a node restarted in-process)
-		// would wait forever in bbolt.Open.
-		ws := &walStore{meta: &metadb.BoltMetaDB{}}
-		filer := segment.NewFiler(wdir, &countingVFS{VFS: walfs.New(), n: &ws.written})
-		size := o.WALSegmentSize
-		if size <= 0 {
-			size = wal.DefaultSegmentSize
-		}
-		w, err := wal.Open(wdir, wal.WithLogger(logger), wal.WithSegmentFiler(filer),
-			wal.WithSegmentSize(size), wal.WithMetaStore(ws.meta))
+		ws, err := openWALStore(wdir, o.WALSegmentSize, walfs.New(), logger)
 		if err != nil {
-			_ = ws.meta.Close()
-			return nil, fmt.Errorf("node: open raft wal %s: %w", wdir, err)
-		}
-		ws.WAL = w
-		if err := vfs.OS().SyncDir(wdir); err != nil { // the meta db and first segment
-			_ = ws.Close()
-			return nil, fmt.Errorf("node: sync raft wal dir %s: %w", wdir, err)
+			return nil, err // not a nil *walStore in a non-nil RaftStore
 		}
 		return ws, nil
 	}
 	return nil, fmt.Errorf("%w: raft log_store %q is neither %q nor %q", ErrConfig, kind, LogStoreWAL, LogStoreBolt)
+}
+
+// openWALStore opens the raft-wal log in wdir over the file system files
+// (segments of size bytes; 0: raft-wal's default).
+func openWALStore(wdir string, size int, files types.VFS, logger hclog.Logger) (*walStore, error) {
+	// Our own MetaStore, closed by walStore.Close: raft-wal v0.4.0's
+	// Close leaves its metadata bolt file open, flock held, so opening
+	// the same dir again in this process (a node restarted in-process)
+	// would wait forever in bbolt.Open.
+	ws := &walStore{meta: &metadb.BoltMetaDB{}}
+	ws.deleter = &lazyDeleteVFS{VFS: &countingVFS{VFS: files, n: &ws.written}, logger: logger}
+	filer := segment.NewFiler(wdir, ws.deleter)
+	if size <= 0 {
+		size = wal.DefaultSegmentSize
+	}
+	w, err := wal.Open(wdir, wal.WithLogger(logger), wal.WithSegmentFiler(filer),
+		wal.WithSegmentSize(size), wal.WithMetaStore(ws.meta))
+	if err != nil {
+		_ = ws.meta.Close()
+		ws.deleter.Close()
+		return nil, fmt.Errorf("node: open raft wal %s: %w", wdir, err)
+	}
+	ws.WAL = w
+	if err := vfs.OS().SyncDir(wdir); err != nil { // the meta db and first segment
+		_ = ws.Close()
+		return nil, fmt.Errorf("node: sync raft wal dir %s: %w", wdir, err)
+	}
+	return ws, nil
 }
 
 // checkLogStoreKind refuses a dir that holds only the other kind's log.
@@ -185,6 +196,7 @@ func exists(path string) bool {
 type walStore struct {
 	*wal.WAL
 	meta    *metadb.BoltMetaDB
+	deleter *lazyDeleteVFS // removes compacted segments off raft-wal's write lock
 	written atomic.Int64
 }
 
@@ -220,9 +232,12 @@ func (w *walStore) GetLogType(index uint64) (raft.LogType, error) {
 	return w.WAL.GetLogType(index)
 }
 
-// Close closes the WAL, then its metadata file.
+// Close closes the WAL, then its metadata file, and waits for the removal
+// of the segments compactions dropped.
 func (w *walStore) Close() error {
-	return errors.Join(w.WAL.Close(), w.meta.Close())
+	err := errors.Join(w.WAL.Close(), w.meta.Close())
+	w.deleter.Close()
+	return err
 }
 
 func (w *walStore) WrittenBytes() int64 { return w.written.Load() }
