@@ -33,11 +33,14 @@
 // which OpenQueue deletes. So bytes that were never written read as zeros.
 //
 // With PreTouch, one byte of a freshly created file is read every TouchPage
-// (4 KiB) bytes right after mapping, so the page faults happen off the hot
-// path and the first write into a page is a cheap write-protect fault.
-// Reading keeps the pages clean: written zeros made the kernel write a
-// whole segment of zeros back to disk before the data went over it. Files
-// that already existed are never touched.
+// (4 KiB) bytes right after mapping, so that the page-cache pages exist
+// before the writer needs them and its first write into a page is a
+// write-protect fault. Reading keeps the pages clean: written zeros made
+// the kernel write a whole segment of zeros back to disk before the data
+// went over it. Files that already existed are never touched. On Linux 6.x
+// with ext4 that write-protect fault cost more than the whole fault on an
+// untouched page (BenchmarkFirstWrite), so the store leaves PreTouch off
+// by default.
 //
 // TruncateDirty(off) deletes files starting after off (newest first, so a
 // crash leaves no hole) and durably zeroes the file holding off from off up
