@@ -2,8 +2,10 @@ package client
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/raftmq/raftmq/internal/testseed"
 	"github.com/raftmq/raftmq/transport"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -238,6 +241,20 @@ func TestIDGeneratorUnique(t *testing.T) {
 				t.Fatalf("bad or repeated id %q", id)
 			}
 			seen[id] = true
+		}
+	}
+}
+
+func TestUpperHexMatchesEncodeToString(t *testing.T) {
+	seed := testseed.Seed(t)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	for i := 0; i < 1000; i++ {
+		var b [16]byte
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		if got, want := upperHex(b), strings.ToUpper(hex.EncodeToString(b[:])); got != want {
+			t.Fatalf("upperHex(%x) = %q, want %q", b, got, want)
 		}
 	}
 }

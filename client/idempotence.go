@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"sort"
 	"strings"
 	"sync"
 
@@ -70,11 +71,11 @@ func (s *sequencer) acquire(ctx context.Context, n int) (uint64, error) {
 func (s *sequencer) release(base uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range s.blocks {
-		if s.blocks[i].base == base {
-			s.blocks[i].done = true
-			break
-		}
+	// blocks is ascending by base: with thousands of Sends outstanding a
+	// scan from the head per release cost more than the Send's encoding.
+	i := sort.Search(len(s.blocks), func(i int) bool { return s.blocks[i].base >= base })
+	if i < len(s.blocks) && s.blocks[i].base == base {
+		s.blocks[i].done = true
 	}
 	head := 0
 	for head < len(s.blocks) && s.blocks[head].done {
@@ -83,7 +84,7 @@ func (s *sequencer) release(base uint64) {
 	if head == 0 {
 		return
 	}
-	s.blocks = append(s.blocks[:0], s.blocks[head:]...)
+	s.blocks = s.blocks[head:] // append reallocates (and drops the finished) when it runs out of room
 	close(s.changed)
 	s.changed = make(chan struct{})
 }

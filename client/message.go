@@ -3,7 +3,6 @@ package client
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"os"
 	"sort"
 	"strconv"
@@ -122,7 +121,18 @@ func (g *IDGenerator) Next() string {
 	var b [16]byte
 	copy(b[:8], g.prefix[:])
 	binary.BigEndian.PutUint64(b[8:], g.seq.Add(1))
-	return strings.ToUpper(hex.EncodeToString(b[:]))
+	return upperHex(b)
+}
+
+// upperHex is strings.ToUpper(hex.EncodeToString(b[:])) in one allocation:
+// a Send runs it once per message without an id.
+func upperHex(b [16]byte) string {
+	const digits = "0123456789ABCDEF"
+	var out [32]byte
+	for i, c := range b {
+		out[2*i], out[2*i+1] = digits[c>>4], digits[c&0x0f]
+	}
+	return string(out[:])
 }
 
 // SendResult is the outcome of one sent message.
