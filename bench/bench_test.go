@@ -80,6 +80,9 @@ func checkRows(t *testing.T, rep *report) {
 				t.Errorf("row %q: no write amplification measured: disk bytes %v, amp %v", r.Name, s.DiskBytes, s.WriteAmp)
 			}
 		}
+		if strings.Contains(r.Name, "single synchronous send") && r.RoundTripMs <= 0 {
+			t.Errorf("synchronous row without the client's round trip: %+v", r)
+		}
 		if strings.Contains(r.Name, "consume") && r.Raftmq <= 0 {
 			t.Errorf("consume row read nothing: %+v", r)
 		}
@@ -138,6 +141,23 @@ func TestJudges(t *testing.T) {
 		if rows[1].Result != tc.want {
 			t.Errorf("async at %.0f vs batched 1000: %s, want %s (%s)", tc.async, rows[1].Result, tc.want, rows[1].Note)
 		}
+	}
+}
+
+// TestJudgeSyncFloor: the synchronous row notes the median round trip and
+// what ceiling + round trip is as a ratio; its verdict stays judgeSync's.
+func TestJudgeSyncFloor(t *testing.T) {
+	l := syncLoad
+	r := Row{Load: &l, Raftmq: 1.0, Ceiling: 0.5}
+	judgeSync(&r)
+	judgeSyncFloor(&r, []float64{0.3, 0.1, 0.2})
+	if r.RoundTripMs != 0.2 || !strings.Contains(r.Note, "p50 0.20 ms") || !strings.Contains(r.Note, "1.40 × the ceiling") || r.Result != "miss" {
+		t.Errorf("round trip %v, result %s, note %q", r.RoundTripMs, r.Result, r.Note)
+	}
+	empty := Row{Load: &l, Raftmq: 1.0, Ceiling: 0.5}
+	judgeSyncFloor(&empty, nil)
+	if empty.RoundTripMs != 0 || empty.Note != "" {
+		t.Errorf("no round trips measured, yet %+v", empty)
 	}
 }
 

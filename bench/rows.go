@@ -39,6 +39,7 @@ type Row struct {
 	Metric      string    `json:"metric"`
 	Raftmq      float64   `json:"raftmq"`
 	Ceiling     float64   `json:"ceiling,omitempty"`
+	RoundTripMs float64   `json:"round_trip_ms,omitempty"` // synchronous row: see rpcRoundTrip
 	Ratio       float64   `json:"ratio,omitempty"`
 	Target      string    `json:"target"`
 	Result      string    `json:"result"` // pass, miss or info
@@ -134,6 +135,7 @@ func passIf(ok bool) string {
 var (
 	pipelinedLoad = load{Size: 1024, Conc: 4, Batch: 128, InFlight: 4}
 	asyncLoad     = load{Size: 1024, Conc: 4, Batch: 1, InFlight: 500}
+	syncLoad      = load{Size: 1024, Conc: 1, Batch: 1, InFlight: 1}
 )
 
 func abRows(quick bool) []abRow {
@@ -163,7 +165,7 @@ func abRows(quick bool) []abRow {
 			metric: "msgs/s", value: msgs, judge: judgeSaturated},
 		abRow{name: "produce 1 KiB, 4 async producers (single messages, 500 in flight)", l: asyncLoad,
 			metric: "msgs/s", value: msgs, judge: judgeSaturated},
-		abRow{name: "single synchronous send, 1 KiB (p50)", l: load{Size: 1024, Conc: 1, Batch: 1, InFlight: 1},
+		abRow{name: "single synchronous send, 1 KiB (p50)", l: syncLoad,
 			metric: "p50 ms", value: p50, judge: judgeSync})
 	return rows
 }
@@ -226,6 +228,7 @@ func (r *runner) runAB(ctx context.Context, defs []abRow) ([]Row, error) {
 		l := d.l
 		rows[i] = Row{Name: d.name, LogStore: r.variant, Load: &l, Metric: d.metric}
 	}
+	var roundTrips []float64 // ms, one per repetition of the synchronous row
 	for rep := 0; rep < r.o.Reps; rep++ {
 		for i, d := range defs {
 			mqFirst := (rep+i)%2 == 0
@@ -244,6 +247,14 @@ func (r *runner) runAB(ctx context.Context, defs []abRow) ([]Row, error) {
 				}
 			}
 			r.logf("%-62s raftmq %9.1f  ceiling %9.1f %s", d.name, d.value(last(rows[i].RaftmqRuns)), d.value(last(rows[i].CeilingRuns)), d.metric)
+			if d.l == syncLoad {
+				rt, err := r.rpcRoundTrip(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", d.name, err)
+				}
+				roundTrips = append(roundTrips, rt)
+				r.logf("%-62s client→leader round trip p50 %.2f ms", d.name, rt)
+			}
 		}
 	}
 	for i, d := range defs {
@@ -251,6 +262,9 @@ func (r *runner) runAB(ctx context.Context, defs []abRow) ([]Row, error) {
 		rows[i].Ceiling = median(rows[i].CeilingRuns, d.value)
 		rows[i].Note = errorNote(rows[i].RaftmqRuns, rows[i].CeilingRuns)
 		d.judge(&rows[i])
+		if d.l == syncLoad {
+			judgeSyncFloor(&rows[i], roundTrips)
+		}
 	}
 	judgeAsyncVsBatched(rows)
 	return rows, nil
