@@ -80,6 +80,9 @@ func checkRows(t *testing.T, rep *report) {
 				t.Errorf("row %q: no write amplification measured: disk bytes %v, amp %v", r.Name, s.DiskBytes, s.WriteAmp)
 			}
 		}
+		if strings.Contains(r.Name, "p99 at half max") && (len(r.RaftmqRuns) != rep.Reps || len(r.CeilingRuns) != rep.Reps || r.Ceiling <= 0) {
+			t.Errorf("half-max row: %d raftmq and %d ceiling runs (want %d each), ceiling p99 %v", len(r.RaftmqRuns), len(r.CeilingRuns), rep.Reps, r.Ceiling)
+		}
 		if strings.Contains(r.Name, "single synchronous send") && r.RoundTripMs <= 0 {
 			t.Errorf("synchronous row without the client's round trip: %+v", r)
 		}

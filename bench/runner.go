@@ -236,6 +236,9 @@ func (r *runner) ceiling(ctx context.Context, l load, d time.Duration) (Summary,
 		return s, err
 	}
 	q := url.Values{"size": {strconv.Itoa(l.Size * l.Batch)}, "c": {strconv.Itoa(l.Conc * l.InFlight)}, "duration": {d.String()}}
+	if l.Rate > 0 { // open loop: one entry per batch
+		q.Set("rate", strconv.FormatFloat(l.Rate/float64(l.Batch), 'f', 3, 64))
+	}
 	u := "http://" + r.ceil.Nodes[i].Spec().HTTPAddr + "/run?" + q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 	if err != nil {

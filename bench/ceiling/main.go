@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -166,26 +167,33 @@ func (c *ceiling) handleStatus(w http.ResponseWriter, _ *http.Request) {
 }
 
 // handleRun runs c appliers, each looping on Apply(size bytes).Error() for
-// duration, and answers count, rates and Apply latency quantiles.
+// duration, and answers count, rates and Apply latency quantiles. With
+// rate (entries per second in total) the load is open loop: entry k is due
+// at start + k/rate, an applier waits for the next due entry, and its
+// latency counts from the due time (as `raftmq bench produce --rate`).
 func (c *ceiling) handleRun(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	size, err1 := strconv.Atoi(q.Get("size"))
 	conc, err2 := strconv.Atoi(q.Get("c"))
 	dur, err3 := time.ParseDuration(q.Get("duration"))
-	if err := errors.Join(err1, err2, err3); err != nil || size < 0 || conc < 1 || dur <= 0 {
-		http.Error(w, fmt.Sprintf("bad size/c/duration: %v", err), http.StatusBadRequest)
+	rate, err4 := 0.0, error(nil)
+	if v := q.Get("rate"); v != "" {
+		rate, err4 = strconv.ParseFloat(v, 64)
+	}
+	if err := errors.Join(err1, err2, err3, err4); err != nil || size < 0 || conc < 1 || dur <= 0 || rate < 0 {
+		http.Error(w, fmt.Sprintf("bad size/c/duration/rate: %v", err), http.StatusBadRequest)
 		return
 	}
 	if c.raft.State() != raft.Leader {
 		http.Error(w, "not the leader", http.StatusConflict)
 		return
 	}
-	sum := c.load(r.Context(), size, conc, dur)
+	sum := c.load(r.Context(), size, conc, rate, dur)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(sum)
 }
 
-func (c *ceiling) load(ctx context.Context, size, conc int, dur time.Duration) map[string]any {
+func (c *ceiling) load(ctx context.Context, size, conc int, rate float64, dur time.Duration) map[string]any {
 	payload := make([]byte, size)
 	for i := range payload {
 		payload[i] = byte(i)
@@ -196,6 +204,7 @@ func (c *ceiling) load(ctx context.Context, size, conc int, dur time.Duration) m
 	total := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
 	var count, errs int64
 	var firstErr error
+	var slots atomic.Int64 // open loop: the next entry to apply
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range conc {
@@ -205,6 +214,12 @@ func (c *ceiling) load(ctx context.Context, size, conc int, dur time.Duration) m
 			var fe error
 			for ctx.Err() == nil {
 				t0 := time.Now()
+				if rate > 0 {
+					t0 = start.Add(time.Duration(float64(slots.Add(1)-1) / rate * float64(time.Second)))
+					if !sleepUntil(ctx, t0) {
+						break
+					}
+				}
 				if err := c.raft.Apply(payload, c.cfg.ApplyTimeout).Error(); err != nil {
 					e++
 					fe = cmp(fe, err)
@@ -225,11 +240,27 @@ func (c *ceiling) load(ctx context.Context, size, conc int, dur time.Duration) m
 	out := map[string]any{"mode": "ceiling", "count": count, "seconds": secs,
 		"msgs_per_s": float64(count) / secs, "mb_per_s": float64(count) * float64(size) / (1 << 20) / secs,
 		"p50_ms": ms(50), "p99_ms": ms(99), "p999_ms": ms(99.9), "max_ms": float64(total.Max()) / 1000,
-		"errors": errs, "size": size, "concurrency": conc}
+		"errors": errs, "size": size, "concurrency": conc, "rate": rate}
 	if firstErr != nil {
 		out["first_error"] = firstErr.Error()
 	}
 	return out
+}
+
+// sleepUntil waits until t, or reports false when ctx ends first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return true
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
 }
 
 func cmp(first, err error) error {
