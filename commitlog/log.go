@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -55,6 +56,9 @@ type Log struct {
 	fileSize int64
 	logger   hclog.Logger
 	trust    verified // the entries a read may serve records from
+
+	touched  atomic.Int64 // TouchAhead faulted in the segment bytes below this offset
+	touchSum uint64       // what TouchAhead read (zeros); keeps its reads
 }
 
 // Open opens (creating if needed) the commitlog in cfg.Dir. Like the queue,
@@ -80,6 +84,32 @@ func Open(fs vfs.FS, cfg Config) (*Log, error) {
 	return &Log{q: q, fileSize: cfg.FileSize, logger: cfg.Logger, trust: newVerified()}, nil
 }
 
+// TouchAhead faults in the segment bytes the next appends will write: from
+// the write offset (or where the last call stopped) up to n bytes past the
+// write offset, within the segment that holds it (the next segment joins
+// the log only when an append rolls into it). See mmap.Touch: it takes the
+// kernel's read-around of fresh pages off the appender. It returns the
+// bytes it touched. One caller at a time, concurrent with the appender;
+// like a read, not concurrent with TruncateDirty, DeleteExpired or Close.
+func (l *Log) TouchAhead(n int64) int64 {
+	wo := l.q.WriteOffset()
+	seg, ok := l.q.Find(wo)
+	if !ok {
+		return 0
+	}
+	from, to := max(wo, l.touched.Load()), min(wo+n, seg.End())
+	if from >= to {
+		return 0
+	}
+	l.touchSum += mmap.Touch(seg.File, from-seg.Start, to-seg.Start)
+	l.touched.Store(to)
+	return to - from
+}
+
+// TouchedOffset is where TouchAhead stopped: the segment bytes from the
+// write offset up to it are faulted in.
+func (l *Log) TouchedOffset() int64 { return l.touched.Load() }
+
 // FileSize is the size of every segment.
 func (l *Log) FileSize() int64 { return l.fileSize }
 
@@ -99,6 +129,7 @@ func (l *Log) Flush(upTo int64) error { return l.q.Flush(upTo) }
 // deleting later ones); recovery calls it with the end of the last good entry.
 func (l *Log) TruncateDirty(off int64) error {
 	err := l.q.TruncateDirty(off)
+	l.touched.Store(min(l.touched.Load(), off)) // the zeroed bytes left the page cache
 	l.trust.truncate(l.q.MinOffset(), off)
 	return err
 }

@@ -301,3 +301,37 @@ func followLog(l *Log, done chan int64) error {
 	}
 	return nil
 }
+
+// TouchAhead covers the bytes from the write offset to n past it once,
+// stays within the write offset's segment, and starts again below a
+// truncation.
+func TestTouchAhead(t *testing.T) {
+	const seg, ahead = 1 << 20, 64 << 10
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	l := openTestLog(t, vfs.NewMem(), seg)
+	if n := l.TouchAhead(ahead); n != 0 {
+		t.Fatalf("a log without segments: touched %d bytes", n)
+	}
+	a := &appender{t: t, l: l, rng: rng}
+	a.append(message.KindMessages, 3, 512)
+	wo := l.WriteOffset()
+	if n := l.TouchAhead(ahead); n != ahead {
+		t.Fatalf("first call touched %d bytes, want %d", n, ahead)
+	}
+	if n := l.TouchAhead(ahead); n != 0 {
+		t.Fatalf("second call touched %d bytes again", n)
+	}
+	a.append(message.KindMessages, 3, 512)
+	if n, moved := l.TouchAhead(ahead), l.WriteOffset()-wo; n != moved {
+		t.Fatalf("after the write offset moved %d bytes, touched %d", moved, n)
+	}
+	if n, rest := l.TouchAhead(10*seg), seg-(l.WriteOffset()+ahead); n != rest {
+		t.Fatalf("touched %d bytes up to the segment's end, want %d", n, rest)
+	}
+	if err := l.TruncateDirty(wo); err != nil {
+		t.Fatal(err)
+	}
+	if n := l.TouchAhead(ahead); n != ahead {
+		t.Fatalf("after truncating to %d: touched %d bytes, want %d", wo, n, ahead)
+	}
+}

@@ -68,10 +68,7 @@ func preTouch(data []byte, abort <-chan struct{}) (int64, uint64) {
 			return int64(chunk), sum
 		default:
 		}
-		end := min(chunk+touchChunk, len(data))
-		for i := chunk; i < end; i += TouchPage {
-			sum += uint64(data[i])
-		}
+		sum += touchPages(data[chunk:min(chunk+touchChunk, len(data))])
 	}
 	return int64(len(data)), sum
 }

@@ -139,7 +139,7 @@ func newCounter(name, help string, labels ...string) gauge {
 }
 
 var (
-	gCommitlogOffset = newGauge("commitlog_offset_bytes", "Commitlog offsets: min, max, confirm, flushed, checkpoint.", "kind")
+	gCommitlogOffset = newGauge("commitlog_offset_bytes", "Commitlog offsets: min, max, confirm, flushed, checkpoint, touched (faulted in ahead of the writer).", "kind")
 	gFlushLag        = newGauge("commitlog_flush_lag_bytes", "Confirm offset minus flushed offset.")
 	gStoreMessages   = newCounter("store_messages_total", "Messages this node's store appended since it opened.")
 	gStoreBytes      = newCounter("store_bytes_total", "Commitlog bytes this node's store appended since it opened.")
@@ -234,6 +234,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(gCommitlogOffset, float64(s.MaxOffset), "max")
 	emit(gCommitlogOffset, float64(s.ConfirmOffset), "confirm")
 	emit(gCommitlogOffset, float64(s.FlushedOffset), "flushed")
+	emit(gCommitlogOffset, float64(s.TouchedOffset), "touched")
 	emit(gCommitlogOffset, float64(s.CheckpointOffset), "checkpoint")
 	emit(gFlushLag, float64(s.ConfirmOffset-s.FlushedOffset))
 	emit(gStoreMessages, float64(s.Messages))

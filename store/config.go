@@ -62,7 +62,17 @@ type Config struct {
 	// 1.0 against 1.7-2.1 GB/s), and at each 1 GiB roll every node of a
 	// cluster pre-touched its next segment at once, about 3 s of mostly
 	// system CPU that stalled sends on a 2-core machine for up to 2 s.
-	PreTouch     bool
+	PreTouch bool
+	// TouchAhead is how many commitlog bytes past the write offset the
+	// store's service goroutine keeps faulted in (32 MiB; 0: none), looked
+	// at every flush poll. A first write into a page of a fresh segment
+	// made the kernel zero-fill the whole read-around window around it
+	// (the disk's read_ahead_kb: 8 MiB on the machine measured) on the
+	// apply path: about 19 ms every 8 MiB, on every node at the same entry
+	// (the FSM's apply p99 was 21 ms at 28k msgs/s of 1 KiB; 4.5 ms with
+	// this). It is the pre-touch spread out: a window ahead of the writer,
+	// not a whole segment at the roll.
+	TouchAhead   int64
 	UseAllocator bool
 	// Retention (RocketMQ defaults): 72 h, 75 %, 85 %, 90 %.
 	FileReservedTime      time.Duration
@@ -96,6 +106,7 @@ func DefaultConfig(dir string) Config {
 		IndexFlushInterval:    10 * time.Second,
 		CleanInterval:         10 * time.Second,
 		PreTouch:              false,
+		TouchAhead:            32 << 20,
 		UseAllocator:          true,
 		FileReservedTime:      72 * time.Hour,
 		DiskMaxUsedSpaceRatio: 75,
@@ -141,6 +152,8 @@ func (c Config) Validate() error {
 		return bad("MaxTotalQueues = %d: the queues of all topics together must be at least MaxQueues (%d) (default 32768)", c.MaxTotalQueues, c.MaxQueues)
 	case c.FlushInterval <= 0 || c.CleanInterval <= 0 || c.IndexFlushInterval <= 0 || c.FlushBytes <= 0:
 		return bad("FlushInterval, FlushBytes, IndexFlushInterval and CleanInterval must be positive")
+	case c.TouchAhead < 0:
+		return bad("TouchAhead %d must not be negative (0: none)", c.TouchAhead)
 	case c.DiskMaxUsedSpaceRatio <= 0 || c.DiskMaxUsedSpaceRatio > 100 || c.CleanForciblyRatio > 100 || c.DiskWarningRatio > 100:
 		return bad("disk ratios must be percentages")
 	case c.Now == nil || c.Logger == nil:

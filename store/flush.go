@@ -28,6 +28,7 @@ func (s *Store) serviceLoop() {
 		case <-s.stop:
 			return
 		case now := <-pollTick.C:
+			s.touchAhead()
 			if now.Sub(lastFlush) < s.cfg.FlushInterval && s.flushLag() < s.cfg.FlushBytes {
 				continue
 			}
@@ -40,6 +41,17 @@ func (s *Store) serviceLoop() {
 			}
 		}
 	}
+}
+
+// touchAhead faults in the commitlog pages the next appends will write
+// (Config.TouchAhead) on this goroutine, so the apply path does not.
+func (s *Store) touchAhead() {
+	if s.cfg.TouchAhead <= 0 {
+		return
+	}
+	s.segMu.RLock() // the segments stay mapped (see flushCommitLog)
+	defer s.segMu.RUnlock()
+	s.log.TouchAhead(s.cfg.TouchAhead)
 }
 
 // flushLag is how many applied commitlog bytes are not flushed yet.

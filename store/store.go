@@ -481,7 +481,7 @@ func (s *Store) Stats() Stats {
 	s.mu.RUnlock()
 	return Stats{
 		MinOffset: s.log.MinOffset(), MaxOffset: applied.End, ConfirmOffset: applied.End,
-		FlushedOffset: s.flushedOffset.Load(), CheckpointOffset: s.ckptOffset.Load(),
+		FlushedOffset: s.flushedOffset.Load(), CheckpointOffset: s.ckptOffset.Load(), TouchedOffset: s.log.TouchedOffset(),
 		AppliedIndex: applied.RaftIndex, AppliedTerm: applied.Term,
 		Messages: s.counters.messages.Load(), Bytes: s.counters.bytes.Load(), Entries: s.counters.entries.Load(),
 		Flushes: s.counters.flushes.Load(), LastFlushDuration: time.Duration(s.counters.lastFlushNanos.Load()),

@@ -98,15 +98,18 @@ type OffsetCommit = meta.OffsetCommit
 // Stats is a point-in-time view for metrics.
 type Stats struct {
 	MinOffset, MaxOffset, ConfirmOffset, FlushedOffset int64
-	AppliedIndex, AppliedTerm                          uint64
-	CheckpointOffset                                   int64
-	Messages, Bytes, Entries                           uint64
-	Flushes                                            uint64
-	LastFlushDuration                                  time.Duration
-	RecoveryDuration                                   time.Duration
-	RecoveryMode                                       string // "fresh", "normal" or "abnormal"
-	Topics, Queues                                     int
-	SegmentsDeleted                                    uint64
+	// TouchedOffset: the service goroutine has faulted in the commitlog
+	// below it, ahead of the writer (Config.TouchAhead).
+	TouchedOffset             int64
+	AppliedIndex, AppliedTerm uint64
+	CheckpointOffset          int64
+	Messages, Bytes, Entries  uint64
+	Flushes                   uint64
+	LastFlushDuration         time.Duration
+	RecoveryDuration          time.Duration
+	RecoveryMode              string // "fresh", "normal" or "abnormal"
+	Topics, Queues            int
+	SegmentsDeleted           uint64
 	// Corruptions counts reads refused because what they would serve is
 	// damaged (a record, its entry's CRC32C, a consume-queue unit).
 	Corruptions uint64
