@@ -73,6 +73,8 @@ func preTouch(data []byte, abort <-chan struct{}) (int64, uint64) {
 	return int64(len(data)), sum
 }
 
+func (m *mappedFile) touch(from, to int64) uint64 { return touchRange(m.data, from, to) }
+
 // Fd is the descriptor of the mapped file (recovery asks the file system
 // where its data lies, SEEK_DATA, to skip holes when checking for zeros).
 func (m *mappedFile) Fd() uintptr { return m.f.Fd() }

@@ -15,10 +15,24 @@ package mmap
 // write-protect fault. Reading rather than writing keeps the pages clean
 // (no zeros written back to disk before the data).
 //
-// Touch is safe to run while a writer stores into other bytes of the file;
-// it must not run after Close. On the heap twin it only reads memory.
+// Touch may run while a writer stores into the same file (it reads, at
+// most, a byte the writer is storing: the value read does not matter); it
+// must not run after Close. It does nothing on the heap twin, whose bytes
+// are ordinary memory with nothing to fault in (and where such a read
+// would be a data race to the race detector).
 func Touch(f File, from, to int64) uint64 {
-	data := f.Bytes()
+	m, ok := f.(toucher)
+	if !ok {
+		return 0
+	}
+	return m.touch(from, to)
+}
+
+// toucher is a File backed by a real mapping.
+type toucher interface{ touch(from, to int64) uint64 }
+
+// touchRange is Touch on the mapping data.
+func touchRange(data []byte, from, to int64) uint64 {
 	from, to = max(from, 0), min(to, int64(len(data)))
 	if from >= to {
 		return 0

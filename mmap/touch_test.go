@@ -37,3 +37,18 @@ func TestTouchFaultsInItsRange(t *testing.T) {
 		t.Fatalf("touching dirtied %d bytes", d)
 	}
 }
+
+// On the heap twin Touch reads nothing: its bytes are plain memory, and a
+// read beside a writer would be a data race.
+func TestTouchSkipsTheHeapTwin(t *testing.T) {
+	f, err := Open(vfs.NewMem(), FileName(0), 1<<20, Options{Heap: true})
+	must(t, err)
+	defer f.Close()
+	b := f.Bytes()
+	for i := range b {
+		b[i] = 1
+	}
+	if sum := Touch(f, 0, int64(len(b))); sum != 0 {
+		t.Fatalf("Touch read %d pages of the heap twin", sum)
+	}
+}
