@@ -2,6 +2,7 @@ package node
 
 import (
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -77,7 +78,7 @@ func newMetrics(n *Node) *metrics {
 		m.stages[i] = stages.WithLabelValues(name)
 	}
 	m.reg.MustRegister(m.sendMsgs, m.sendBytes, m.sendEntries, m.sendErrors, m.refusedDiskFull, m.sendLatency, m.batchSize, stages,
-		m.topicMsgs, m.grpc, &nodeCollector{n: n}, collectors.NewGoCollector(),
+		m.topicMsgs, m.grpc, &nodeCollector{n: n}, collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(schedLatencies)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "raftmq"}))
 	if sink, err := raftMetricsSink(); err != nil {
 		n.log.Warn("hashicorp/raft metrics are not exported", "error", err)
@@ -98,6 +99,13 @@ func (m *metrics) observeSend(msgs, bytes int, d time.Duration, err error) {
 	m.sendMsgs.Add(float64(msgs))
 	m.sendLatency.Observe(d.Seconds())
 }
+
+// schedLatencies adds the Go scheduler's latency histogram
+// (go_sched_latencies_seconds: how long goroutines waited, runnable, to
+// run) to the Go collector's defaults: a send passes through several
+// goroutines on every node, and on a machine whose cores the nodes share
+// those waits add up in the tail.
+var schedLatencies = collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/latencies:seconds$`)}
 
 func (m *metrics) observeStage(stage int, d time.Duration) { m.stages[stage].Observe(d.Seconds()) }
 

@@ -95,9 +95,20 @@ func TestMetricsNamesAndUnits(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"raftmq_store_bytes_total", "raftmq_store_entries_total",
-		"raftmq_process_cpu_seconds_total", "raftmq_process_resident_memory_bytes", "go_goroutines"} {
+		"raftmq_process_cpu_seconds_total", "raftmq_process_resident_memory_bytes", "go_goroutines", "go_sched_latencies_seconds"} {
 		if got[name] == nil {
 			t.Errorf("no %s", name)
+		}
+	}
+	kinds := map[string]bool{}
+	for _, m := range got["raftmq_commitlog_offset_bytes"].GetMetric() {
+		for _, lp := range m.GetLabel() {
+			kinds[lp.GetValue()] = true
+		}
+	}
+	for _, k := range []string{"min", "max", "confirm", "flushed", "checkpoint", "touched"} {
+		if !kinds[k] {
+			t.Errorf("raftmq_commitlog_offset_bytes has no kind=%q", k)
 		}
 	}
 	raftSeries := 0
