@@ -33,6 +33,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/raftmq/raftmq/internal/openloop"
 	"github.com/raftmq/raftmq/node"
 )
 
@@ -215,8 +216,8 @@ func (c *ceiling) load(ctx context.Context, size, conc int, rate float64, dur ti
 			for ctx.Err() == nil {
 				t0 := time.Now()
 				if rate > 0 {
-					t0 = start.Add(time.Duration(float64(slots.Add(1)-1) / rate * float64(time.Second)))
-					if !sleepUntil(ctx, t0) {
+					t0 = openloop.Due(start, slots.Add(1)-1, rate)
+					if !openloop.SleepUntil(ctx, t0) {
 						break
 					}
 				}
@@ -245,22 +246,6 @@ func (c *ceiling) load(ctx context.Context, size, conc int, rate float64, dur ti
 		out["first_error"] = firstErr.Error()
 	}
 	return out
-}
-
-// sleepUntil waits until t, or reports false when ctx ends first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return true
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-tm.C:
-		return true
-	}
 }
 
 func cmp(first, err error) error {

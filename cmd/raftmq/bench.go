@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/openloop"
 )
 
 type benchFlags struct {
@@ -234,8 +235,8 @@ func benchProducer(ctx context.Context, c *client.Client, f benchFlags, rec *rec
 		}
 		due := time.Now()
 		if f.rate > 0 {
-			due = start.Add(time.Duration(float64(first) / f.rate * float64(time.Second)))
-			if !sleepUntil(ctx, due) {
+			due = openloop.Due(start, first, f.rate)
+			if !openloop.SleepUntil(ctx, due) {
 				return
 			}
 		}
@@ -338,21 +339,6 @@ func ended(ctx context.Context) bool {
 	}
 	d, ok := ctx.Deadline()
 	return ok && !time.Now().Before(d)
-}
-
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return true
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-tm.C:
-		return true
-	}
 }
 
 // benchConsume pulls every queue of the topic, one long-polling puller per

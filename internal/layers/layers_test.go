@@ -18,7 +18,7 @@ const module = "github.com/raftmq/raftmq/"
 // import only packages of a lower layer. A new package must be placed here.
 var layer = map[string]int{
 	"vfs": 0, "proto/raftmq/v1": 0, "message": 0, "internal/buildinfo": 0, "internal/testseed": 0,
-	"internal/testenv": 0, "internal/freeport": 0, "internal/layers": 0, "internal/entrycodec": 0, "remoting": 0, "membership": 0,
+	"internal/testenv": 0, "internal/freeport": 0, "internal/layers": 0, "internal/entrycodec": 0, "internal/openloop": 0, "remoting": 0, "membership": 0,
 	"tlsconf": 0, "auth": 0, "quota": 0,
 	"mmap": 1, "wire": 1, "meta": 1, "internal/lossyfs": 1, "transport/transporttest/badinput": 1,
 	"commitlog":    2,
