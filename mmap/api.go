@@ -45,7 +45,7 @@ type Options struct {
 }
 
 // File is one mapped file of a fixed size. Writers copy straight into
-// Bytes(); Flush makes a range durable. The real implementation is an mmap of
+// Bytes() or write through WriteAt; Flush makes a range durable. The real implementation is an mmap of
 // an OS file (msync on Flush); the heap twin holds the bytes in memory and on
 // Flush writes the range to its vfs.File and syncs it, so crash tests on
 // vfs.MemFS see exactly what was flushed.

@@ -5,8 +5,9 @@
 // # Files
 //
 // Open maps a file of a fixed size, creating it if needed. Writers copy
-// straight into Bytes(); Flush(from, to) makes a range durable; Zero clears
-// a range durably. Two implementations sit behind the File interface:
+// into Bytes() or write with WriteAt (pwrite on the real mapping: no page
+// faults, for large sequential writes); Flush(from, to) makes a range
+// durable; Zero clears a range durably. Two implementations sit behind the File interface:
 //
 //   - the real mapping (Linux): a MAP_SHARED read-write mmap of an OS file.
 //     Flush is msync(MS_SYNC) of the page-aligned cover of the range. Zero

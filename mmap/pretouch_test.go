@@ -23,9 +23,11 @@ func TestPreTouchStopsOnAbort(t *testing.T) {
 		data[i] = 1
 	}
 	abort := make(chan struct{})
+	// The sum is 0 where madvise populated the pages, one per page where
+	// it read them.
 	n, sum := preTouch(data[:touchChunk], abort)
-	if n != touchChunk || sum != touchChunk/TouchPage {
-		t.Fatalf("with abort open: touched %d bytes, read sum %d; want %d, %d", n, sum, touchChunk, touchChunk/TouchPage)
+	if n != touchChunk || sum != 0 && sum != touchChunk/TouchPage {
+		t.Fatalf("with abort open: touched %d bytes, read sum %d; want %d, 0 or %d", n, sum, touchChunk, touchChunk/TouchPage)
 	}
 	close(abort)
 	if n, _ := preTouch(data[touchChunk:], abort); n != 0 {

@@ -1,7 +1,9 @@
 package mmap
 
-// Touch reads one byte every TouchPage bytes of [from, to) of f, clamped to
-// the file, and returns their sum (keep it, so that the reads stay).
+// Touch faults in the pages of [from, to) of f, clamped to the file, without
+// dirtying them: one madvise(MADV_POPULATE_READ) per 4 MiB where the kernel
+// has it, else a read of one byte every TouchPage bytes, whose sum it
+// returns (keep it, so that the reads stay).
 //
 // Why touch ahead of a writer: the first store into a page of a file mapped
 // with readahead (not Options.Random) that is not in the page cache yet
@@ -13,7 +15,9 @@ package mmap
 // pages ahead of the writer from another goroutine moves that work off the
 // write path; the writer's first store into a touched page is a
 // write-protect fault. Reading rather than writing keeps the pages clean
-// (no zeros written back to disk before the data).
+// (no zeros written back to disk before the data). MADV_POPULATE_WRITE
+// would spare the writer that fault too, but it dirties the pages ahead of
+// the data.
 //
 // Touch may run while a writer stores into the same file (it reads, at
 // most, a byte the writer is storing: the value read does not matter); it
@@ -30,15 +34,6 @@ func Touch(f File, from, to int64) uint64 {
 
 // toucher is a File backed by a real mapping.
 type toucher interface{ touch(from, to int64) uint64 }
-
-// touchRange is Touch on the mapping data.
-func touchRange(data []byte, from, to int64) uint64 {
-	from, to = max(from, 0), min(to, int64(len(data)))
-	if from >= to {
-		return 0
-	}
-	return touchPages(data[from:to])
-}
 
 // touchPages reads one byte every TouchPage bytes of data.
 func touchPages(data []byte) uint64 {
