@@ -24,8 +24,11 @@
 //
 // # Log
 //
-// Log wraps an mmap.Queue. AppendEntry encodes an entry straight into the
-// mapping: frame, payload, records, CRC32C, then advances the write offset,
+// Log wraps an mmap.Queue. AppendEntry encodes an entry in memory (frame,
+// payload, records, CRC32C), writes it into the segment with one pwrite
+// (mmap.WriteAt: the page cache the mapping shows, without the page fault
+// per 4 KiB that stores into fresh pages of a mapping take), then advances
+// the write offset,
 // which publishes the bytes to concurrent readers (ReadRecord, ReadAt,
 // StoreTimestampAt never look past it). ReadRecord and ReadRecordRef serve
 // a record only from an entry whose CRC32C was verified in this process or

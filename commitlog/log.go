@@ -59,7 +59,13 @@ type Log struct {
 
 	touched  atomic.Int64 // TouchAhead faulted in the segment bytes below this offset
 	touchSum uint64       // what TouchAhead read (zeros); keeps its reads
+
+	encoded []byte // AppendEntry's encoding buffer, reused (the single writer's)
 }
+
+// keptEncodeBuffer is the largest encoding buffer AppendEntry keeps for the
+// next entry; a larger one is dropped after use.
+const keptEncodeBuffer = 4 << 20
 
 // Open opens (creating if needed) the commitlog in cfg.Dir. Like the queue,
 // a reopened log reports WriteOffset at the end of its last segment until
@@ -202,9 +208,21 @@ func (l *Log) AppendEntry(h EntryHeader, command []byte, msgs []message.Message,
 		return 0, out, err
 	}
 	start := l.q.WriteOffset()
-	pos := start - seg.Start
-	buf := seg.File.Bytes()[pos : pos+size : pos+size]
+	// Encoded in memory, then written with one pwrite (mmap.WriteAt):
+	// stores into fresh pages of the mapping cost a page fault per 4 KiB.
+	if int64(cap(l.encoded)) < size {
+		l.encoded = make([]byte, size)
+	}
+	buf := l.encoded[:size:size]
+	n := len(out)
 	out = encodeEntry(buf, start, &h, command, msgs, queueOffsets, out)
+	err = mmap.WriteAt(seg.File, buf, start-seg.Start)
+	if size > keptEncodeBuffer {
+		l.encoded = nil
+	}
+	if err != nil {
+		return 0, out[:n], fmt.Errorf("commitlog: append at %d: %w", start, err)
+	}
 	l.trust.appendedAt(seg, start)
 	l.q.SetWriteOffset(start + size)
 	return start, out, nil

@@ -24,8 +24,8 @@
 //   - Durability is Raft's: the store flushes in the background (commitlog,
 //     consume queues and checkpoint every FlushInterval or once FlushBytes
 //     of commitlog wait, the index every IndexFlushInterval or when idle) and never on
-//     the write path. The same goroutine faults in the commitlog pages
-//     ahead of the write offset (TouchAhead), so an apply does not. Open recovers to the
+//     the write path. The same goroutine can fault in the commitlog pages
+//     ahead of the write offset (TouchAhead, off by default). Open recovers to the
 //     last complete, verified entry (normal recovery after Close, abnormal
 //     after a crash: the abort file is still there) and reports the applied
 //     index, from which Raft replays the rest.
