@@ -9,6 +9,8 @@
 #   go build -o /tmp/a/node ./cmd/node   # at the older commit (git worktree)
 #   go build -o /tmp/b/node ./cmd/node && go build -o /tmp/b/raftmq ./cmd/raftmq
 #   scripts/openloop-ab.sh /tmp/a/node /tmp/b/node /tmp/b/raftmq [rate] [runs] [rounds]
+# A_ARGS and B_ARGS are extra node flags per build, e.g. to compare two
+# configs of one build: B_ARGS="--config touch.toml" scripts/openloop-ab.sh N N CLI
 set -euo pipefail
 a=$1 b=$2 cli=$3 rate=${4:-28000} runs=${5:-3} rounds=${6:-2}
 dir=$(mktemp -d)
@@ -21,7 +23,7 @@ peers=n1=127.0.0.1:17101,n2=127.0.0.1:17102,n3=127.0.0.1:17103
 start() {
   for i in 1 2 3; do
     "$1" --id "n$i" --dir "$dir/data/n$i" --raft-addr "127.0.0.1:1710$i" --api-addr "127.0.0.1:1910$i" \
-      --http-addr "127.0.0.1:1810$i" --remoting-addr= --namesrv-addr= --peers "$peers" --bootstrap \
+      --http-addr "127.0.0.1:1810$i" --remoting-addr= --namesrv-addr= --peers "$peers" --bootstrap $2 \
       >"$dir/n$i.log" 2>&1 &
     pids+=($!)
   done
@@ -36,8 +38,8 @@ load() { "$cli" --server "$servers" bench produce -t T -n 0 -s 1024 -c 4 --infli
 leader() { "$cli" --server "$servers" cluster status | awk 'NR == 1 { sub(/^leader n/, ""); print $1 }'; }
 for round in $(seq 1 "$rounds"); do
   for v in a b; do
-    bin=$a; [ "$v" = b ] && bin=$b
-    start "$bin"
+    bin=$a args=${A_ARGS:-}; [ "$v" = b ] && bin=$b args=${B_ARGS:-}
+    start "$bin" "$args"
     load --duration 4s --rate "$rate" >/dev/null
     l=$(leader)
     for _ in $(seq 1 "$runs"); do

@@ -71,8 +71,10 @@ type Config struct {
 	// window (read_ahead_kb, 8 MiB on the machine measured) on the apply
 	// path. The commitlog is now written with pwrite (mmap.WriteAt), which
 	// neither faults nor reads around; with it, touching ahead only cost
-	// time: three local nodes at 16k msgs/s open loop had a client p99 of
-	// 36-236 ms with 32 MiB and 21-62 ms without, three rounds alternated.
+	// time: three local nodes at 16k msgs/s open loop
+	// (B_ARGS="--config touch.toml" scripts/openloop-ab.sh N N CLI 16000 3 2)
+	// had client p99s of 17-98 ms (median 25) without and 36-64 ms
+	// (median 52) with 32 MiB, saturated 44.9k/38.9k against 35.6k/39.4k.
 	TouchAhead   int64
 	UseAllocator bool
 	// Retention (RocketMQ defaults): 72 h, 75 %, 85 %, 90 %.
