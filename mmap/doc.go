@@ -10,7 +10,10 @@
 // durable; Zero clears a range durably. Two implementations sit behind the File interface:
 //
 //   - the real mapping (Linux): a MAP_SHARED read-write mmap of an OS file.
-//     Flush is msync(MS_SYNC) of the page-aligned cover of the range. Zero
+//     Flush is msync(MS_SYNC) of the page-aligned cover of the range,
+//     which a range of more than 256 KiB first writes a chunk at a time
+//     (sync_file_range, waited for), so one Flush never queues more than
+//     that on the disk ahead of other syncs. Zero
 //     is fallocate(ZERO_RANGE|KEEP_SIZE) — which keeps the blocks allocated
 //     — falling back to PUNCH_HOLE|KEEP_SIZE, each followed by fdatasync,
 //     and to memclr + msync where fallocate cannot zero. WillNeed/DontNeed

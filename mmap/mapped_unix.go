@@ -154,11 +154,44 @@ func (m *mappedFile) flushLocked(from, to int64) error {
 	}
 	page := int64(unix.Getpagesize())
 	start := from &^ (page - 1)
+	if err := m.writeInChunks(start, to); err != nil {
+		return err
+	}
 	if err := unix.Msync(m.data[start:to], unix.MS_SYNC); err != nil {
 		return fmt.Errorf("mmap: %w", &os.PathError{Op: "msync", Path: m.name, Err: err})
 	}
 	// msync writes back whole pages: the disk meter counts the page cover.
 	accountWrite(m.f, min((to+page-1)&^(page-1), m.size)-start)
+	return nil
+}
+
+// flushChunk is the most one Flush has the kernel write at once.
+const flushChunk = 256 << 10
+
+// writeInChunks writes the dirty pages of [from, to) flushChunk at a time,
+// waiting for each (sync_file_range), before the msync that makes the
+// range durable finds them clean. One msync of a large range queues all of
+// it at once, and every other sync on the disk (Raft's log fsyncs; the
+// other nodes of a cluster on one machine) waits behind all of it: a
+// commitlog flush of several MiB, and the index's flush of its slot table,
+// up to 20 MB every IndexFlushInterval on every node at once. In chunks, a
+// sync waits behind at most one. The range is written once either way,
+// and where the file system lacks sync_file_range the msync writes it all.
+func (m *mappedFile) writeInChunks(from, to int64) error {
+	if to-from <= flushChunk {
+		return nil
+	}
+	const wait = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
+	for off := from; off < to; off += flushChunk {
+		n := min(flushChunk, to-off)
+		err := unix.SyncFileRange(int(m.f.Fd()), off, n, wait)
+		if unsupported(err) {
+			return nil // the msync writes it all
+		}
+		if err != nil {
+			return fmt.Errorf("mmap: %w", &os.PathError{Op: "sync_file_range", Path: m.name, Err: err})
+		}
+	}
 	return nil
 }
 
