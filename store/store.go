@@ -321,8 +321,8 @@ func (s *Store) apply(p *recovery.Plan) error {
 		// of a whole commitlog, a tail with no checkpoint below it): the
 		// service goroutine does it. A short tail and what was re-indexed
 		// below the checkpoint are written back below, before Open returns:
-		// their pages (a flush interval's worth, the index pages of at most
-		// IndexFlushInterval's) take tens of milliseconds, and a node killed
+		// their pages (at most inlineRecoveredTail, the index pages of at
+		// most IndexFlushInterval's) take a fraction of a second, and a node killed
 		// again before a checkpoint in the background replayed and
 		// re-indexed the same entries at every start.
 		ckpt, segs := s.captureCheckpoint()
@@ -365,8 +365,10 @@ func (s *Store) recoverToCheckpoint(p *recovery.Plan, rp *recovery.Replay) (rebu
 }
 
 // inlineRecoveredTail is the most tail (commitlog bytes above the
-// checkpoint) whose replay Open writes back itself (see apply): a flush
-// interval's worth is a few MiB (FlushBytes).
+// checkpoint) whose replay Open writes back itself (see apply): what waits
+// for a flush is at most about FlushBytes (64 MiB by default) or a
+// FlushInterval's worth, whichever comes first; a longer tail is written
+// back by the service goroutine.
 const inlineRecoveredTail = 64 << 20
 
 // repairLagging rebuilds the queues that hold fewer units than the queue
