@@ -86,6 +86,12 @@ type RaftConfig struct {
 	// follower fsyncs the previous one, and entries that arrive meanwhile
 	// still batch into the one after (hashicorp/raft PR #541).
 	MaxRPCsInFlight int `toml:"max_rpcs_in_flight"`
+	// ReplicateWhileStoring sends new entries to the followers while the
+	// leader writes them to its own log (default true), instead of after
+	// that write: a commit then waits for the slower of the two writes, not
+	// their sum. The leader still counts itself toward a quorum only once
+	// its own write returned.
+	ReplicateWhileStoring bool `toml:"replicate_while_storing"`
 	// LogStore is the Raft log store: "auto" (default: what the data dir
 	// holds, raft-wal for a new one), "wal" or "boltdb"; see OpenRaftStore.
 	LogStore string `toml:"log_store"`
@@ -214,22 +220,23 @@ func DefaultConfig() Config {
 			// (hashicorp/raft: HeartbeatTimeout/10, 75-150 ms here): a
 			// follower restarted after kill -9 serves once it hears from
 			// the leader, and that wait was most of its restart.
-			HeartbeatInterval:  25 * time.Millisecond,
-			ElectionTimeout:    750 * time.Millisecond,
-			LeaderLeaseTimeout: 375 * time.Millisecond,
-			CommitTimeout:      20 * time.Millisecond,
-			MaxAppendEntries:   512,
-			BatchApplyCh:       true,
-			TrailingLogs:       10240,
-			SnapshotInterval:   120 * time.Second,
-			SnapshotThreshold:  8192,
-			SnapshotRetain:     2,
-			SnapshotBytes:      256 << 20,
-			TrailingBytes:      256 << 20,
-			TransportTimeout:   10 * time.Second,
-			MaxPool:            3,
-			MaxRPCsInFlight:    2,
-			LogStore:           LogStoreAuto,
+			HeartbeatInterval:     25 * time.Millisecond,
+			ElectionTimeout:       750 * time.Millisecond,
+			LeaderLeaseTimeout:    375 * time.Millisecond,
+			CommitTimeout:         20 * time.Millisecond,
+			MaxAppendEntries:      512,
+			BatchApplyCh:          true,
+			TrailingLogs:          10240,
+			SnapshotInterval:      120 * time.Second,
+			SnapshotThreshold:     8192,
+			SnapshotRetain:        2,
+			SnapshotBytes:         256 << 20,
+			TrailingBytes:         256 << 20,
+			TransportTimeout:      10 * time.Second,
+			MaxPool:               3,
+			MaxRPCsInFlight:       2,
+			ReplicateWhileStoring: true,
+			LogStore:              LogStoreAuto,
 		},
 		GroupCommit: GroupCommit{MaxBytes: 1 << 20, MaxMessages: 1024, MaxDelay: 0, MaxInFlight: 2,
 			MaxQueueMessages: 4096, MaxQueueBytes: 16 << 20, QueueWait: 500 * time.Millisecond},

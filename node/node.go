@@ -201,6 +201,7 @@ func BuildRaftConfig(cfg Config, logger hclog.Logger) *raft.Config {
 	rc.MaxAppendEntries, rc.BatchApplyCh = t.MaxAppendEntries, t.BatchApplyCh
 	rc.TrailingLogs, rc.SnapshotInterval, rc.SnapshotThreshold = t.TrailingLogs, t.SnapshotInterval, t.SnapshotThreshold
 	rc.PreVoteDisabled = t.PreVoteDisabled
+	rc.ReplicateWhileStoring = t.ReplicateWhileStoring
 	rc.NoSnapshotRestoreOnStart = true // the store recovered itself; Raft replays after it
 	rc.NoLegacyTelemetry = true
 	rc.Logger = logger

@@ -270,6 +270,17 @@ type Config struct {
 	// replays from the snapshot as usual.
 	AppliedOnStart func() (index, term uint64)
 
+	// ReplicateWhileStoring (raftmq fork): the leader hands new entries to
+	// its replicators before it writes them to its own log, so followers
+	// store them while the leader does (Raft allows it: the leader counts
+	// itself toward a quorum only once its write returned). It needs the
+	// log store to be a LogCache at least as large as the dispatched batch;
+	// otherwise, or when false, the leader writes first and then replicates,
+	// as v1.8.0 did. If the leader's write fails, the entries leave the
+	// cache, the last log goes back and the leader steps down as before;
+	// followers may already hold those entries, so their fate is unknown.
+	ReplicateWhileStoring bool
+
 	// skipStartup allows NewRaft() to bypass all background work goroutines
 	skipStartup bool
 }

@@ -97,11 +97,46 @@ func (c *LogCache) LastIndex() (uint64, error) {
 	return c.store.LastIndex()
 }
 
+// DeleteRange invalidates the cached entries in [min, max] and deletes
+// them from the store. raftmq fork: v1.8.0 cleared the whole cache, which
+// also dropped entries staged for replication (stageLogs) and not yet in
+// the store, when a compaction ran during the leader's write.
 func (c *LogCache) DeleteRange(min, max uint64) error {
-	// Invalidate the cache on deletes
 	c.l.Lock()
-	c.cache = make([]*Log, len(c.cache))
+	for i, l := range c.cache {
+		if l != nil && l.Index >= min && l.Index <= max {
+			c.cache[i] = nil
+		}
+	}
 	c.l.Unlock()
 
 	return c.store.DeleteRange(min, max)
+}
+
+// stageLogs puts logs in the ring buffer before they are stored, so that
+// replicators read them from it while the leader writes them (raftmq
+// fork, Config.ReplicateWhileStoring). It stages nothing and reports false
+// when they would not all fit at once.
+func (c *LogCache) stageLogs(logs []*Log) bool {
+	if len(logs) == 0 || len(logs) > len(c.cache) {
+		return false
+	}
+	c.l.Lock()
+	for _, l := range logs {
+		c.cache[l.Index%uint64(len(c.cache))] = l
+	}
+	c.l.Unlock()
+	return true
+}
+
+// unstageLogs removes staged logs whose write failed.
+func (c *LogCache) unstageLogs(logs []*Log) {
+	c.l.Lock()
+	for _, l := range logs {
+		slot := l.Index % uint64(len(c.cache))
+		if c.cache[slot] == l {
+			c.cache[slot] = nil
+		}
+	}
+	c.l.Unlock()
 }

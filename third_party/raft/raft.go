@@ -1266,9 +1266,18 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 	commitIndex := r.getCommitIndex()
 	r.tryStageCommitIndex(commitIndex)
 
+	// raftmq fork: with ReplicateWhileStoring the replicators send the
+	// entries while the leader writes them (see stageForReplication).
+	prevIndex, prevTerm := r.getLastLog()
+	staged := r.stageForReplication(logs, lastIndex, term)
+
 	// Write the log entry locally
 	if err := r.logs.StoreLogs(logs); err != nil {
 		r.logger.Error("failed to commit logs", "error", err)
+		if staged {
+			r.logs.(*LogCache).unstageLogs(logs)
+			r.setLastLog(prevIndex, prevTerm)
+		}
 		for _, applyLog := range applyLogs {
 			applyLog.respond(err)
 		}
@@ -1276,6 +1285,9 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		return
 	}
 	r.leaderState.commitment.match(r.localID, lastIndex)
+	if staged {
+		return
+	}
 
 	// Update the last log since it's on disk now
 	r.setLastLog(lastIndex, term)
@@ -1284,6 +1296,28 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 	for _, f := range r.leaderState.replState {
 		asyncNotifyCh(f.triggerCh)
 	}
+}
+
+// stageForReplication (raftmq fork) makes logs readable through the
+// LogCache, moves the last log to them and wakes the replicators, before
+// the leader stores them: followers write them while the leader does.
+// The leader's own match index still moves only once its write returned,
+// so an entry commits on a quorum of durable copies. It reports false,
+// and does nothing, unless Config.ReplicateWhileStoring is set and the
+// log store is a LogCache that holds the whole batch.
+func (r *Raft) stageForReplication(logs []*Log, lastIndex, term uint64) bool {
+	if !r.config().ReplicateWhileStoring {
+		return false
+	}
+	c, ok := r.logs.(*LogCache)
+	if !ok || !c.stageLogs(logs) {
+		return false
+	}
+	r.setLastLog(lastIndex, term)
+	for _, f := range r.leaderState.replState {
+		asyncNotifyCh(f.triggerCh)
+	}
+	return true
 }
 
 // processLogs is used to apply all the committed entries that haven't been
