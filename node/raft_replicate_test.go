@@ -73,6 +73,65 @@ func TestReplicateWhileStoringFailedWrite(t *testing.T) {
 	c.checkStoresWhole(t)
 }
 
+// TestRemovalCommitsInNewConfiguration: a configuration entry commits on a
+// quorum of the configuration it sets. The leader removes follower x while
+// the other follower, y, is cut off, and its own write of the entry waits
+// until x holds it; x's answer then reaches the leader before its own write
+// returns (patch 9). hashicorp/raft v1.8.0 switched the commitment to the new
+// configuration only after the dispatch, so x's answer counted in the old one
+// and the removal committed on the leader and x alone: a voter left holding
+// none of it (raftmq's chaos suite lost acknowledged messages that way once x
+// was wiped and the leader killed). The fork (patch 10) switches first: the
+// removal must wait for y.
+func TestRemovalCommitsInNewConfiguration(t *testing.T) {
+	// The leader must keep its lease while y is cut off: from the removal
+	// on, y is the only other voter.
+	c := startGatedCluster(t, true, func(conf *raft.Config) {
+		conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+	})
+	leader := c.leader(t)
+	var x, y *gatedNode
+	for _, n := range c.nodes {
+		switch {
+		case n == leader:
+		case x == nil:
+			x = n
+		default:
+			y = n
+		}
+	}
+	leader.trans.Disconnect(y.addr)
+	y.trans.Disconnect(leader.addr)
+	leader.store.configWaitFor.Store(x.store.InmemStore)
+	f := leader.raft.RemoveServer(x.id, 0, 0)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("the removal of %s committed while %s, the one voter left beside the leader, was cut off: it committed in the old configuration", x.id, y.id)
+		}
+		t.Fatalf("the removal of %s ended with %v while %s was cut off", x.id, err, y.id)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if !leader.store.configSeen.Load() {
+		t.Fatalf("%s did not hold the configuration entry before the leader's own write returned: the race was not staged", x.id)
+	}
+	leader.trans.Connect(y.addr, y.trans)
+	y.trans.Connect(leader.addr, leader.trans)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("removal of %s once %s was back: %v", x.id, y.id, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the removal of %s did not commit within 10 s of %s coming back", x.id, y.id)
+	}
+	if last, _ := y.store.LastIndex(); last < f.Index() {
+		t.Fatalf("the removal committed at index %d while %s holds the log up to %d", f.Index(), y.id, last)
+	}
+}
+
 // TestLogCacheDeleteRangeKeepsOtherEntries: DeleteRange invalidates only
 // the cached entries it deletes (the fork's patch 9); v1.8.0 emptied the
 // whole cache, and an entry staged for replication but not yet stored then
@@ -132,11 +191,23 @@ type gatedStore struct {
 	gate          atomic.Int32
 	followerHadIt atomic.Bool
 	peers         func() []*raft.InmemStore // the other nodes' stores
+	// configWaitFor, when set, holds configuration entries until that
+	// store has them (at most 1 s); configSeen records that it did.
+	configWaitFor atomic.Pointer[raft.InmemStore]
+	configSeen    atomic.Bool
 }
 
 func (g *gatedStore) StoreLogs(logs []*raft.Log) error {
 	mode := g.gate.Load()
 	last := logs[len(logs)-1]
+	if w := g.configWaitFor.Load(); w != nil && last.Type == raft.LogConfiguration {
+		deadline := time.Now().Add(time.Second)
+		for got, _ := w.LastIndex(); got < last.Index && time.Now().Before(deadline); got, _ = w.LastIndex() {
+			time.Sleep(time.Millisecond)
+		}
+		got, _ := w.LastIndex()
+		g.configSeen.Store(got >= last.Index)
+	}
 	if mode == gateOff || last.Type != raft.LogCommand {
 		return g.InmemStore.StoreLogs(logs)
 	}
@@ -167,6 +238,9 @@ type gatedNode struct {
 	raft  *raft.Raft
 	store *gatedStore
 	fsm   *raft.MockFSM
+	id    raft.ServerID
+	addr  raft.ServerAddress
+	trans *raft.InmemTransport
 }
 
 type gatedCluster struct{ nodes []*gatedNode }
@@ -174,7 +248,7 @@ type gatedCluster struct{ nodes []*gatedNode }
 // startGatedCluster starts three voters over the in-memory transport, each
 // with its log behind a raft.LogCache as the node's is, and waits for a
 // leader.
-func startGatedCluster(t *testing.T, replicateWhileStoring bool) *gatedCluster {
+func startGatedCluster(t *testing.T, replicateWhileStoring bool, tune ...func(*raft.Config)) *gatedCluster {
 	t.Helper()
 	const n = 3
 	c := &gatedCluster{}
@@ -212,6 +286,9 @@ func startGatedCluster(t *testing.T, replicateWhileStoring bool) *gatedCluster {
 		conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 		conf.CommitTimeout = 5 * time.Millisecond
 		conf.ReplicateWhileStoring = replicateWhileStoring
+		for _, f := range tune {
+			f(conf)
+		}
 		logs, err := raft.NewLogCache(64, st)
 		if err != nil {
 			t.Fatal(err)
@@ -231,7 +308,7 @@ func startGatedCluster(t *testing.T, replicateWhileStoring bool) *gatedCluster {
 				t.Fatal(err)
 			}
 		}
-		c.nodes = append(c.nodes, &gatedNode{raft: r, store: st, fsm: fsm})
+		c.nodes = append(c.nodes, &gatedNode{raft: r, store: st, fsm: fsm, id: servers[i].ID, addr: addrs[i], trans: transports[i]})
 	}
 	c.leader(t)
 	return c

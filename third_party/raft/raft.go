@@ -1233,10 +1233,16 @@ func (r *Raft) appendConfigurationEntry(future *configurationChangeFuture) {
 		}
 	}
 
+	// raftmq fork: the commitment counts the new configuration's voters
+	// before the entry is dispatched. v1.8.0 switched after dispatchLogs, so
+	// a follower's answer that arrived in between was counted in the old
+	// configuration: a removal could commit on the leader and the removed
+	// voter alone, the remaining voters without it. Patch 9 widens that gap
+	// to the leader's own write.
+	r.leaderState.commitment.setConfiguration(configuration)
 	r.dispatchLogs([]*logFuture{&future.logFuture})
 	index := future.Index()
 	r.setLatestConfiguration(configuration, index)
-	r.leaderState.commitment.setConfiguration(configuration)
 	r.startStopReplication()
 }
 
