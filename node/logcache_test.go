@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -51,5 +52,39 @@ func TestCachedLogsServeRecentEntries(t *testing.T) {
 	defer wal.Close()
 	if m, ok := CachedLogs(wal).(raft.MonotonicLogStore); !ok || !m.IsMonotonic() {
 		t.Fatal("raft-wal behind the cache is not a MonotonicLogStore")
+	}
+}
+
+// TestLogCacheDeleteRangeKeepsOtherEntries: DeleteRange invalidates only
+// the cached entries it deletes (the fork's patch 9); v1.8.0 emptied the
+// whole cache, and an entry staged for replication but not yet stored then
+// read as missing.
+func TestLogCacheDeleteRangeKeepsOtherEntries(t *testing.T) {
+	inner := &countingLogs{LogStore: raft.NewInmemStore()}
+	c, err := raft.NewLogCache(16, inner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []*raft.Log
+	for i := uint64(1); i <= 10; i++ {
+		logs = append(logs, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte{byte(i)}})
+	}
+	if err := c.StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteRange(1, 5); err != nil {
+		t.Fatal(err)
+	}
+	var l raft.Log
+	for i := uint64(6); i <= 10; i++ {
+		if err := c.GetLog(i, &l); err != nil || l.Index != i {
+			t.Fatalf("GetLog(%d) after DeleteRange(1, 5): %v, index %d", i, err, l.Index)
+		}
+	}
+	if n := inner.gets.Load(); n != 0 {
+		t.Fatalf("%d reads reached the store for entries DeleteRange(1, 5) left alone, want 0 (served from the cache)", n)
+	}
+	if err := c.GetLog(3, &l); !errors.Is(err, raft.ErrLogNotFound) {
+		t.Fatalf("GetLog(3) after DeleteRange(1, 5): %v, want ErrLogNotFound", err)
 	}
 }

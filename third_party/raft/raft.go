@@ -1295,10 +1295,15 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		return
 	}
 
-	// Update the last log since it's on disk now
-	r.setLastLog(lastIndex, term)
+	// Update the last log since it's on disk now, and notify the
+	// replicators of it
+	r.publishLastLog(lastIndex, term)
+}
 
-	// Notify the replicators of the new log
+// publishLastLog moves the last log to (index, term) and wakes the
+// replicators to send up to it.
+func (r *Raft) publishLastLog(index, term uint64) {
+	r.setLastLog(index, term)
 	for _, f := range r.leaderState.replState {
 		asyncNotifyCh(f.triggerCh)
 	}
@@ -1319,10 +1324,7 @@ func (r *Raft) stageForReplication(logs []*Log, lastIndex, term uint64) bool {
 	if !ok || !c.stageLogs(logs) {
 		return false
 	}
-	r.setLastLog(lastIndex, term)
-	for _, f := range r.leaderState.replState {
-		asyncNotifyCh(f.triggerCh)
-	}
+	r.publishLastLog(lastIndex, term)
 	return true
 }
 
