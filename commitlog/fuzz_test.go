@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/raftmq/raftmq/internal/testseed"
@@ -17,7 +18,10 @@ var genCorpus = flag.Bool("gencorpus", false, "rewrite the seed corpora in testd
 
 const fuzzSegment = 4 << 10
 
-// FuzzScanner treats the input as the content of the only segment.
+// FuzzScanner treats the input as the content of the only segment, scanned
+// in full and sparse (with a chunk small enough that records can be read
+// at head and tail only). Neither crashes, both report only the documented
+// ends, and the sparse scan accepts every entry the full scan accepts.
 func FuzzScanner(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -28,27 +32,40 @@ func FuzzScanner(f *testing.F) {
 		seg := l.Segments()[0]
 		clear(seg.File.Bytes())
 		copy(seg.File.Bytes(), data)
-		s := NewScanner(l, 0)
-		prev := int64(0)
-		for {
-			e, err := s.Next()
-			if err != nil {
-				var ce *CorruptionError
-				if err != io.EOF && !errors.Is(err, ErrTornTail) && !errors.As(err, &ce) {
-					t.Fatalf("unexpected error %v", err)
-				}
-				return
-			}
-			if e.Start != prev || e.End <= e.Start || e.End+message.BlankSize > fuzzSegment {
-				t.Fatalf("entry [%d,%d) after %d", e.Start, e.End, prev)
-			}
-			n := 0
-			if err := e.ForEachRecord(func(int64, message.Record) error { n++; return nil }); err != nil || n != int(e.Header.Count) {
-				t.Fatalf("records of a verified entry: %d, %v", n, err)
-			}
-			prev = e.End
+		full := fuzzScan(t, NewScanner(l, 0))
+		sparse := NewScanner(l, 0)
+		sparse.win.size = 256
+		sparse.Sparse()
+		if got := fuzzScan(t, sparse); len(got) < len(full) || !slices.Equal(got[:len(full)], full) {
+			t.Fatalf("sparse scan's entries end at %v, the full scan's at %v", got, full)
 		}
 	})
+}
+
+// fuzzScan runs s to its end, checks each entry and the end, and returns
+// the entries' ends.
+func fuzzScan(t *testing.T, s *Scanner) []int64 {
+	var ends []int64
+	prev := int64(0)
+	for {
+		e, err := s.Next()
+		if err != nil {
+			var ce *CorruptionError
+			if err != io.EOF && !errors.Is(err, ErrTornTail) && !errors.As(err, &ce) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return ends
+		}
+		if e.Start != prev || e.End <= e.Start || e.End+message.BlankSize > fuzzSegment {
+			t.Fatalf("entry [%d,%d) after %d", e.Start, e.End, prev)
+		}
+		n := 0
+		if err := e.ForEachRecord(func(int64, message.Record) error { n++; return nil }); err != nil || n != int(e.Header.Count) {
+			t.Fatalf("records of a verified entry: %d, %v", n, err)
+		}
+		prev = e.End
+		ends = append(ends, e.End)
+	}
 }
 
 // TestGenerateFuzzCorpus rewrites testdata/fuzz with -gencorpus.

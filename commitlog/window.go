@@ -32,6 +32,7 @@ type window struct {
 	seg   int    // -1: none
 	start int64
 	join  []byte // a view across chunks is copied here
+	small []byte // exact's bytes
 
 	size    int64 // bytes per chunk, a power of two; 0: chunkSize
 	noPread bool  // check through the mapping (tests compare the two)
@@ -79,10 +80,7 @@ func (w *window) view(si int, seg mmap.Segment, from int64, n int) ([]byte, erro
 
 // load reads the chunk of segment si that holds from.
 func (w *window) load(r io.ReaderAt, si int, seg mmap.Segment, from int64) error {
-	size := w.size
-	if size == 0 {
-		size = chunkSize
-	}
+	size := w.chunk()
 	start := seg.Start + (from-seg.Start)&^(size-1)
 	if int64(cap(w.buf)) < size {
 		w.buf = make([]byte, size)
@@ -101,4 +99,38 @@ func (w *window) load(r io.ReaderAt, si int, seg mmap.Segment, from int64) error
 	}
 	w.buf, w.seg, w.start = buf, si, start
 	return nil
+}
+
+// chunk is the window's read unit.
+func (w *window) chunk() int64 {
+	if w.size == 0 {
+		return chunkSize
+	}
+	return w.size
+}
+
+// exact is view for a few bytes of a large record: where the chunk does not
+// hold them, it reads just [from, from+n) (into small), not the chunk around
+// them, and leaves the chunk as it was. The bytes are valid until the next
+// call of exact.
+func (w *window) exact(si int, seg mmap.Segment, from int64, n int) ([]byte, error) {
+	r, ok := mmap.ReaderAt(seg.File)
+	if !ok || w.noPread || w.holds(si, from, from+int64(n)) {
+		return w.view(si, seg, from, n)
+	}
+	if cap(w.small) < n {
+		w.small = make([]byte, n)
+	}
+	out := w.small[:n:n]
+	got, err := r.ReadAt(out, from-seg.Start)
+	switch {
+	case err == io.EOF && got == n:
+		err = nil
+	case err == io.EOF:
+		err = io.ErrUnexpectedEOF // a file shorter than its mapping
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s at %d: %w", ErrRead, seg.File.Name(), from, err)
+	}
+	return out, nil
 }

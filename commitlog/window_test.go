@@ -34,6 +34,11 @@ func openLogIn(t *testing.T, fs vfs.FS, dir string, fileSize int64) *Log {
 func scanWith(l *Log, from int64, chunk int64, noPread bool) scanOutcome {
 	s := NewScanner(l, from)
 	s.win.size, s.win.noPread = chunk, noPread
+	return outcomeOf(s)
+}
+
+// outcomeOf runs s to its end.
+func outcomeOf(s *Scanner) scanOutcome {
 	var o scanOutcome
 	for {
 		e, err := s.Next()

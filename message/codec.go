@@ -232,7 +232,9 @@ type RecordHead struct {
 // DecodeRecordSkipBodyCRC does (TOTALSIZE bounds, magic, every length
 // against TOTALSIZE) and returns its head, without decoding the rest: the
 // commitlog's verifying scan, over records whose entry CRC32C it checked.
-// Errors match ErrCorrupt.
+// It reads b only up to BODYLENGTH and from the end of the body on, never
+// the body (the commitlog's sparse scan passes records whose body it did
+// not read). Errors match ErrCorrupt.
 func CheckRecord(b []byte) (RecordHead, error) {
 	l, err := checkLayout(b)
 	if err != nil {

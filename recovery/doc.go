@@ -29,7 +29,11 @@
 //     saved. A Replay then applies verified entries only (command frames to
 //     the metadata, message records to consume queues, index and queue
 //     table); puts are idempotent, so replaying what the files already hold
-//     changes nothing. Verification and dispatch run as a two-stage
+//     changes nothing. Reindex, whose range lies below the checkpoint (the
+//     commitlog there was synced before the checkpoint was written), scans
+//     sparsely: every structural check, but no entry CRC and no body of a
+//     record larger than a read chunk (commitlog.Scanner.Sparse).
+//     Verification and dispatch run as a two-stage
 //     pipeline on one goroutine each; the scanning goroutine has always
 //     finished when a Replay method returns.
 //

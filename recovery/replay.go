@@ -55,11 +55,19 @@ type Replay struct {
 // Range replays the verified entries in [from, to). The scan (verify) and
 // the replay run as a pipeline (see runPipeline).
 func (r *Replay) Range(from, to int64, scope Scope) error {
+	return r.scanRange(from, to, scope, false)
+}
+
+// scanRange is Range, with a commitlog.Scanner's Sparse scan if sparse.
+func (r *Replay) scanRange(from, to int64, scope Scope, sparse bool) error {
 	if from >= to {
 		return nil
 	}
 	scan := func(send func(*commitlog.Entry) error) error {
 		sc := commitlog.NewScanner(r.Log, from)
+		if sparse {
+			sc.Sparse()
+		}
 		for {
 			e, err := sc.Next()
 			if err != nil {
@@ -140,7 +148,10 @@ func recoverIndex(p *Plan, idx *index.Service) error {
 // Reindex re-indexes the entries between the checkpoint's index state and
 // its confirm offset: the periodic flush msyncs the index only every
 // IndexFlushInterval, so after a crash the durable index may cover less
-// than the commitlog (re-indexing is idempotent).
+// than the commitlog (re-indexing is idempotent). The checkpoint proved
+// those bytes durable, so the scan is sparse (commitlog.Scanner.Sparse):
+// after seconds of large messages it reads their heads and properties, not
+// gigabytes of bodies (from the disk, when they left the page cache).
 func (r *Replay) Reindex(p *Plan) error {
 	if !p.HasCheckpoint {
 		return nil
@@ -150,7 +161,7 @@ func (r *Replay) Reindex(p *Plan) error {
 		return nil
 	}
 	r.Logger.Info("re-indexing below the checkpoint", "from", from, "to", p.ScanFrom)
-	return r.Range(from, p.ScanFrom, Scope{DispatchOnly: true, IndexOnly: true})
+	return r.scanRange(from, p.ScanFrom, Scope{DispatchOnly: true, IndexOnly: true}, true)
 }
 
 // Lagging returns the queues whose consume queue holds fewer units than the

@@ -15,7 +15,8 @@ import (
 // IndexFlushInterval while the checkpoint moves on; a power loss then takes
 // the unsynced index pages, and recovery re-indexes from the checkpoint's
 // index state: every message is found by key and by UNIQ_KEY again,
-// exactly once.
+// exactly once. With large messages too, whose bodies the re-index does not
+// read (commitlog.Scanner.Sparse).
 func TestIndexFlushLagsCheckpoint(t *testing.T) {
 	seed := testSeed(t)
 	// The flush between the index flushes: the service loop's, or a
@@ -25,15 +26,20 @@ func TestIndexFlushLagsCheckpoint(t *testing.T) {
 		"FlushTo":  func(s *Store) error { return s.FlushTo(s.ConfirmOffset()) },
 	}
 	for _, name := range []string{"periodic", "FlushTo"} {
-		t.Run(name, func(t *testing.T) { indexFlushLagsCheckpoint(t, seed, flushes[name]) })
+		t.Run(name, func(t *testing.T) { indexFlushLagsCheckpoint(t, seed, flushes[name], 0) })
 	}
+	// Every fifth message larger than the scanner's read chunk (256 KiB).
+	t.Run("large", func(t *testing.T) { indexFlushLagsCheckpoint(t, seed, flushes["periodic"], 300<<10) })
 }
 
-func indexFlushLagsCheckpoint(t *testing.T, seed int64, lagging func(s *Store) error) {
+func indexFlushLagsCheckpoint(t *testing.T, seed int64, lagging func(s *Store) error, large int) {
 	for _, mode := range []vfs.CrashMode{vfs.DropUnsynced, vfs.TearUnsynced} {
 		rng := rand.New(rand.NewSource(seed))
 		mem := vfs.NewMem()
 		cfg := smallConfig("/data/store")
+		if large > 0 {
+			cfg.CommitLogFileSize, cfg.MaxMessageSize = 8<<20, 2*large
+		}
 		s := mustOpen(t, mem, cfg)
 		if err := s.CreateTopic(header(1), TopicConfig{Name: "ix", Queues: 2}); err != nil {
 			t.Fatal(err)
@@ -44,6 +50,9 @@ func indexFlushLagsCheckpoint(t *testing.T, seed int64, lagging func(s *Store) e
 				msgs := make([]message.Message, 4)
 				for j := range msgs {
 					msgs[j] = testMessage("ix", int32(n%2), n, rng)
+					if large > 0 && n%5 == 0 {
+						msgs[j].Body = append(msgs[j].Body, make([]byte, large)...)
+					}
 					n++
 				}
 				if _, err := s.AppendMessages(header(i), msgs, nil); err != nil {
