@@ -223,10 +223,8 @@ func (s *Scanner) entry(seg mmap.Segment, head, mapped []byte) (Entry, string, e
 	if int64(h.EntrySize)+message.BlankSize > int64(len(mapped)) {
 		return Entry{}, fmt.Sprintf("entry of %d bytes with %d left in the segment", h.EntrySize, len(mapped)), message.ErrBadSize
 	}
-	var next recordChecker
-	if s.sparse {
-		next = s.sparseRecords(seg)
-	} else {
+	var recs []byte // the copy of the records (a sparse scan reads them one by one)
+	if !s.sparse {
 		eb, err := s.win.view(s.si, seg, s.pos, int(h.EntrySize))
 		if err != nil {
 			return Entry{}, "", err
@@ -234,13 +232,13 @@ func (s *Scanner) entry(seg mmap.Segment, head, mapped []byte) (Entry, string, e
 		if crc := message.EntryCRC(eb); crc != h.CRC {
 			return Entry{}, fmt.Sprintf("entry CRC32C %#08x, stored %#08x", crc, h.CRC), message.ErrEntryCRC
 		}
-		next = s.copiedRecords(eb[h.Size:], s.pos+int64(h.Size))
+		recs = eb[h.Size:]
 	}
 	if s.haveLast && (h.RaftIndex <= s.lastIndex || h.Term < s.lastTerm) {
 		return Entry{}, fmt.Sprintf("raft index %d term %d after index %d term %d",
 			h.RaftIndex, h.Term, s.lastIndex, s.lastTerm), message.ErrBadFrame
 	}
-	if reason, err := s.records(s.pos, h, next); err != nil {
+	if reason, err := s.records(seg, s.pos, h, recs); err != nil {
 		return Entry{}, reason, err
 	}
 	s.lastIndex, s.lastTerm, s.haveLast = h.RaftIndex, h.Term, true
@@ -249,21 +247,28 @@ func (s *Scanner) entry(seg mmap.Segment, head, mapped []byte) (Entry, string, e
 		End: s.pos + int64(h.EntrySize), verified: true}, "", nil
 }
 
-// recordChecker checks the structure of the record at off, of which left
-// bytes remain in the entry, and returns its head; errors are ErrRead's or
-// the record's decode error.
-type recordChecker func(off int64, left int) (message.RecordHead, error)
-
-// records verifies the records of the entry at start (frame h) against
-// their positions and the frame, each read and checked by next.
-func (s *Scanner) records(start int64, h message.FrameHeader, next recordChecker) (string, error) {
+// records verifies the records of the entry at start (frame h) of seg
+// against their positions and the frame: in recs, the copy of its records,
+// or (a sparse scan) read one by one.
+func (s *Scanner) records(seg mmap.Segment, start int64, h message.FrameHeader, recs []byte) (string, error) {
 	var count int32
 	var host message.HostPort
-	off, end := start+int64(h.Size), start+int64(h.EntrySize)
+	base := start + int64(h.Size)
+	off, end := base, start+int64(h.EntrySize)
 	for ; off < end; count++ {
-		r, err := next(off, int(end-off))
+		var r message.RecordHead
+		var err error
+		if s.sparse {
+			r, err = s.sparseRecord(seg, off, int(end-off))
+		} else {
+			b := recs[off-base:]
+			r, err = message.CheckRecord(b)
+			if err == nil && s.bodyCRC {
+				_, err = message.DecodeRecord(b)
+			}
+		}
 		switch {
-		case errors.Is(err, ErrRead):
+		case err != nil && errors.Is(err, ErrRead):
 			return "", err
 		case err != nil:
 			return fmt.Sprintf("record %d at %d", count, off), err
@@ -283,58 +288,44 @@ func (s *Scanner) records(start int64, h message.FrameHeader, next recordChecker
 	return "", nil
 }
 
-// copiedRecords checks records in recs, the copy of an entry's records
-// that start at base.
-func (s *Scanner) copiedRecords(recs []byte, base int64) recordChecker {
-	return func(off int64, _ int) (message.RecordHead, error) {
-		b := recs[off-base:]
-		r, err := message.CheckRecord(b)
-		if err == nil && s.bodyCRC {
-			_, err = message.DecodeRecord(b)
-		}
-		return r, err
+// sparseRecord checks the record at off of seg, of which left bytes remain
+// in its entry, for a Sparse scan: a record that fits in a read chunk is
+// read whole (the chunk's neighbours are read with it), a larger one only
+// at its head and tail. Errors are ErrRead's or the record's decode error.
+func (s *Scanner) sparseRecord(seg mmap.Segment, off int64, left int) (message.RecordHead, error) {
+	head, err := s.win.exact(s.si, seg, off, min(left, message.OffBody))
+	if err != nil {
+		return message.RecordHead{}, err
 	}
-}
-
-// sparseRecords checks records of seg for a Sparse scan: a record that fits
-// in a read chunk is read whole (the chunk's neighbours are read with it),
-// a larger one only at its head and tail.
-func (s *Scanner) sparseRecords(seg mmap.Segment) recordChecker {
-	return func(off int64, left int) (message.RecordHead, error) {
-		head, err := s.win.exact(s.si, seg, off, min(left, message.OffBody))
+	size := 0 // TOTALSIZE, if the head is whole
+	if len(head) == message.OffBody {
+		size = int(int32(be.Uint32(head[message.OffTotalSize:])))
+	}
+	if size <= 0 || size > left || int64(size) <= s.win.chunk() {
+		if size <= 0 || size > left {
+			size = left // CheckRecord says what is wrong with it
+		}
+		b, err := s.win.view(s.si, seg, off, size)
 		if err != nil {
 			return message.RecordHead{}, err
 		}
-		size := 0 // TOTALSIZE, if the head is whole
-		if len(head) == message.OffBody {
-			size = int(int32(be.Uint32(head[message.OffTotalSize:])))
-		}
-		if size <= 0 || size > left || int64(size) <= s.win.chunk() {
-			if size <= 0 || size > left {
-				size = left // CheckRecord says what is wrong with it
-			}
-			b, err := s.win.view(s.si, seg, off, size)
-			if err != nil {
-				return message.RecordHead{}, err
-			}
-			return message.CheckRecord(b)
-		}
-		// The head and the tail at their offsets in scratch; CheckRecord
-		// reads nothing between them (see message.CheckRecord).
-		if cap(s.scratch) < size {
-			s.scratch = make([]byte, size)
-		}
-		b := s.scratch[:size]
-		copy(b, head)
-		if tail := message.OffBody + int(int32(be.Uint32(head[message.OffBodyLength:]))); tail >= message.OffBody && tail < size {
-			t, err := s.win.exact(s.si, seg, off+int64(tail), size-tail)
-			if err != nil {
-				return message.RecordHead{}, err
-			}
-			copy(b[tail:], t)
-		}
 		return message.CheckRecord(b)
 	}
+	// The head and the tail at their offsets in scratch; CheckRecord reads
+	// nothing between them (see message.CheckRecord).
+	if cap(s.scratch) < size {
+		s.scratch = make([]byte, size)
+	}
+	b := s.scratch[:size]
+	copy(b, head)
+	if tail := message.OffBody + int(int32(be.Uint32(head[message.OffBodyLength:]))); tail >= message.OffBody && tail < size {
+		t, err := s.win.exact(s.si, seg, off+int64(tail), size-tail)
+		if err != nil {
+			return message.RecordHead{}, err
+		}
+		copy(b[tail:], t)
+	}
+	return message.CheckRecord(b)
 }
 
 // stop classifies a failure at s.pos (b is the rest of the segment): clean
