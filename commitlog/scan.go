@@ -301,10 +301,16 @@ func (s *Scanner) sparseRecord(seg mmap.Segment, off int64, left int) (message.R
 	if len(head) == message.OffBody {
 		size = int(int32(be.Uint32(head[message.OffTotalSize:])))
 	}
-	if size <= 0 || size > left || int64(size) <= s.win.chunk() {
-		if size <= 0 || size > left {
-			size = left // CheckRecord says what is wrong with it
+	switch {
+	case size <= 0 || size > left || size > message.MaxRecordSize:
+		// Damaged: the fixed part shows how (CheckRecord bounds TOTALSIZE
+		// before it wants the rest), and no scratch of the size it claims.
+		b, err := s.win.view(s.si, seg, off, min(left, message.RecordFixedSize))
+		if err != nil {
+			return message.RecordHead{}, err
 		}
+		return message.CheckRecord(b)
+	case int64(size) <= s.win.chunk():
 		b, err := s.win.view(s.si, seg, off, size)
 		if err != nil {
 			return message.RecordHead{}, err

@@ -165,3 +165,41 @@ func TestScanSparseReadsHeadsAndTails(t *testing.T) {
 	}
 	t.Logf("read %d bytes in the full scan, %d in the sparse scan, of %d bytes of entries", fullRead, sparseRead, total)
 }
+
+// TestScanSparseBoundsClaimedSize: a record whose TOTALSIZE claims more than
+// any record may hold, inside an entry large enough to contain the claim,
+// is reported as corruption (ErrBadSize) without a buffer of the claimed
+// size.
+func TestScanSparseBoundsClaimedSize(t *testing.T) {
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	l := openLogIn(t, vfs.OS(), t.TempDir(), 16<<20)
+	msgs := make([]message.Message, 3)
+	for i := range msgs {
+		msgs[i] = randMessage(rng)
+		msgs[i].Body = randBytes(rng, 2<<20)
+	}
+	h := EntryHeader{Kind: message.KindMessages, RaftIndex: 1, Term: 1, StoreTimestamp: 1700000000000, StoreHost: testHost}
+	start, pos, err := l.AppendEntry(h, nil, msgs, []int64{0, 1, 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Something after it: damage, not a torn tail.
+	if _, _, err := l.AppendEntry(EntryHeader{Kind: message.KindNoop, RaftIndex: 2, Term: 1}, nil, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if size := EntrySize(nil, msgs); size <= message.MaxRecordSize {
+		t.Fatalf("entry of %d bytes, want more than MaxRecordSize %d", size, message.MaxRecordSize)
+	}
+	seg := segmentOf(t, l, pos[0].Offset)
+	be.PutUint32(seg.File.Bytes()[pos[0].Offset-seg.Start+message.OffTotalSize:], uint32(message.MaxRecordSize+1))
+	s := NewScanner(l, 0)
+	s.Sparse()
+	_, err = s.Next()
+	var ce *CorruptionError
+	if !errors.As(err, &ce) || !errors.Is(err, message.ErrBadSize) || s.Pos() != start {
+		t.Fatalf("got %v at %d, want ErrBadSize corruption at %d", err, s.Pos(), start)
+	}
+	if cap(s.scratch) > message.MaxRecordSize {
+		t.Fatalf("scratch of %d bytes for a claimed size over MaxRecordSize", cap(s.scratch))
+	}
+}
