@@ -26,7 +26,7 @@ func fillMixed(a *appender, rng *rand.Rand) {
 	for len(a.l.Segments()) < 4 {
 		a.appendRandom(1, 1+rng.Intn(4000))
 		if rng.Intn(8) == 0 {
-			a.append(message.KindMessages, 10+rng.Intn(20), 3000)
+			a.append(message.KindMessages, 10+rng.Intn(20), 3000) // larger than the smaller chunks
 		}
 	}
 }

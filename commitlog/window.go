@@ -87,15 +87,8 @@ func (w *window) load(r io.ReaderAt, si int, seg mmap.Segment, from int64) error
 	}
 	buf := w.buf[:min(size, seg.End()-start)]
 	w.seg = -1
-	got, err := r.ReadAt(buf, start-seg.Start)
-	if err == io.EOF {
-		err = nil
-		if got < len(buf) { // a file shorter than its mapping: not a clean end
-			err = io.ErrUnexpectedEOF
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %s at %d: %w", ErrRead, seg.File.Name(), start, err)
+	if err := readFull(r, seg, buf, start); err != nil {
+		return err
 	}
 	w.buf, w.seg, w.start = buf, si, start
 	return nil
@@ -122,15 +115,24 @@ func (w *window) exact(si int, seg mmap.Segment, from int64, n int) ([]byte, err
 		w.small = make([]byte, n)
 	}
 	out := w.small[:n:n]
-	got, err := r.ReadAt(out, from-seg.Start)
-	switch {
-	case err == io.EOF && got == n:
-		err = nil
-	case err == io.EOF:
-		err = io.ErrUnexpectedEOF // a file shorter than its mapping
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s at %d: %w", ErrRead, seg.File.Name(), from, err)
+	if err := readFull(r, seg, out, from); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// readFull reads len(buf) bytes of seg at the log offset at; an error
+// matches ErrRead.
+func readFull(r io.ReaderAt, seg mmap.Segment, buf []byte, at int64) error {
+	got, err := r.ReadAt(buf, at-seg.Start)
+	if err == io.EOF {
+		err = nil
+		if got < len(buf) { // a file shorter than its mapping: not a clean end
+			err = io.ErrUnexpectedEOF
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s at %d: %w", ErrRead, seg.File.Name(), at, err)
+	}
+	return nil
 }

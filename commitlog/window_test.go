@@ -81,12 +81,7 @@ func TestScanThroughChunksMatchesMapping(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	l := openLogIn(t, vfs.OS(), t.TempDir(), 128<<10)
 	a := &appender{t: t, l: l, rng: rng}
-	for len(l.Segments()) < 4 {
-		a.appendRandom(1, 1+rng.Intn(4000))
-		if rng.Intn(8) == 0 {
-			a.append(message.KindMessages, 10+rng.Intn(20), 3000) // larger than the smaller chunks
-		}
-	}
+	fillMixed(a, rng)
 	chunks := []int64{512, 4 << 10, 64 << 10, 0}
 	for round := 0; round < 300; round++ {
 		kind := rng.Intn(4)
